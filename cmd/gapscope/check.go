@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/diagnose"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newCheckCmd) }
+
+func newCheckCmd() *cobra.Command {
+	var dsn, defaultsFile, format string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "check --dsn DSN",
+		Short: "Audit what a server offers gapscope: instrumentation, thread pool, timers, grants",
+		Long: `check connects to a MySQL/MariaDB server and reports, each with evidence and the
+SQL or option that fixes it: performance_schema on/off, missing consumers and
+instruments, the wait timer, thread-pool tables, and gapscope's grants.
+
+The DSN is go-sql-driver's form, user[:password]@tcp(host:port)/ ; or give
+--defaults-file (my.cnf [client] user/password/host/port/socket). The password
+may come from MYSQL_PWD. Credentials are never printed.`,
+		Example: `  gapscope check --dsn 'monitor@tcp(db1:3306)/'
+  MYSQL_PWD=secret gapscope check --dsn 'monitor@tcp(db1:3306)/' --format json
+  gapscope check --defaults-file ~/.my.cnf`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if dsn == "" && defaultsFile == "" {
+				return usagef("check needs --dsn or --defaults-file")
+			}
+			if format != "text" && format != "json" {
+				return usagef("--format must be text or json, not %q", format)
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), timeout)
+			defer cancel()
+			rep, err := runCheck(ctx, dsn, defaultsFile)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeCheckJSON(c.OutOrStdout(), rep)
+			}
+			return writeCheckText(c.OutOrStdout(), rep)
+		},
+	}
+	cmd.Flags().StringVar(&dsn, "dsn", "", "server to check, e.g. 'user@tcp(host:3306)/' (password from MYSQL_PWD)")
+	cmd.Flags().StringVar(&defaultsFile, "defaults-file", "", "my.cnf with a [client] group")
+	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
+	return cmd
+}
+
+func runCheck(ctx context.Context, dsn, defaultsFile string) (collect.CheckReport, error) {
+	cfg, err := collect.Config(dsn, defaultsFile)
+	if err != nil {
+		return collect.CheckReport{}, err
+	}
+	db, err := collect.OpenConfig(ctx, cfg)
+	if err != nil {
+		return collect.CheckReport{}, err
+	}
+	defer db.Close()
+	rep, err := collect.Check(ctx, db)
+	if err != nil {
+		return rep, err
+	}
+	audit, err := configAudit(ctx, db, cfg.Addr)
+	if err != nil {
+		return rep, err
+	}
+	rep.Findings = append(rep.Findings, audit...)
+	return rep, nil
+}
+
+// duplicateOfCapability names the audit rules whose cause the capability
+// check already reports under its own, more specific code.
+var duplicateOfCapability = map[string]bool{
+	diagnose.CodeExcessGrants:     true, // GRANT_EXCESSIVE
+	diagnose.CodeMissingConsumers: true, // STATEMENT_HISTORY_OFF, STAGE_HISTORY_OFF, ...
+}
+
+// configAudit runs the configuration rules (concurrency caps, pool sizing,
+// instrumentation cost, transient statistics) on the server's settings.
+func configAudit(ctx context.Context, db *sql.DB, addr string) ([]event.Finding, error) {
+	caps, err := collect.GatherCapabilities(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	cores := 0
+	if host, _, err := net.SplitHostPort(addr); err == nil && isLocalHost(host) {
+		cores = runtime.NumCPU()
+	}
+	w, err := diagnose.ServerWindow(ctx, db, caps, cores)
+	if err != nil {
+		return nil, err
+	}
+	var out []event.Finding
+	for _, f := range diagnose.Run(w, diagnose.ConfigRules()...) {
+		if !duplicateOfCapability[f.Code] {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func isLocalHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func writeCheckJSON(w io.Writer, rep collect.CheckReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func writeCheckText(w io.Writer, rep collect.CheckReport) error {
+	s := rep.Server
+	fmt.Fprintf(w, "server:  %s %s (%s)\n", s.Flavor, s.Version, s.VersionComment)
+	fmt.Fprintf(w, "user:    %s   uptime %ds\n", s.CurrentUser, s.UptimeS)
+	fmt.Fprintf(w, "p_s:     %s   history %d/thread, history_long %d\n", onOff(s.PerformanceSchema), s.HistorySize, s.HistoryLongSize)
+	if len(s.Timers) > 0 {
+		fmt.Fprintf(w, "timers:  %s\n", timersText(s.Timers))
+	}
+	fmt.Fprintf(w, "threads: %s", s.ThreadHandling)
+	if s.ThreadPool {
+		fmt.Fprintf(w, " (pool size %d, extra_port %d, tables %s)", s.ThreadPoolSize, s.ExtraPort, presence(s.ThreadPoolTables))
+	}
+	fmt.Fprintln(w)
+	if len(rep.Findings) == 0 {
+		_, err := fmt.Fprintln(w, "\nno findings: this server gives gapscope everything it uses")
+		return err
+	}
+	fmt.Fprintf(w, "\n%d findings:\n\n", len(rep.Findings))
+	return report.WriteFindingsText(w, rep.Findings)
+}
+
+func timersText(t map[string]string) string {
+	keys := make([]string, 0, len(t))
+	for k := range t {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + t[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "ON"
+	}
+	return "OFF"
+}
+
+func presence(b bool) string {
+	if b {
+		return "present"
+	}
+	return "absent"
+}

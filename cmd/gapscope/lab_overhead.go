@@ -1,0 +1,60 @@
+package main
+
+import (
+	"time"
+
+	"github.com/gapscope/gapscope/internal/lab"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func init() { registerLab(newLabOverheadCmd) }
+
+func newLabOverheadCmd() *cobra.Command {
+	var f labFlags
+	var o lab.OverheadOptions
+	cmd := &cobra.Command{
+		Use:   "overhead",
+		Short: "Seed 001: what performance_schema, optimizer_trace and gapscope itself cost in throughput",
+		Long: `overhead starts a sandbox and runs a short OLTP read/write workload under
+performance_schema off (the baseline), default, every instrument and consumer
+on, optimizer_trace on, and gapscope watch running, in rotated rounds. It
+prints each setting's TPS ratio to the baseline with a 95% interval from the
+paired rounds, and an INSTRUMENTATION_COST finding for each cost that stands
+above the noise. About two minutes; 'gapscope overhead --sandbox' is the
+full-length measurement.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if o.Driver != "" && o.Driver != "builtin" && o.Driver != "sysbench" {
+				return usagef("--driver must be builtin or sysbench, not %q", o.Driver)
+			}
+			o.Options = f.options(c.ErrOrStderr())
+			if o.Warmup == 0 {
+				o.Warmup = -1
+			}
+			res, err := lab.Overhead(c.Context(), o)
+			if err != nil {
+				return err
+			}
+			out := c.OutOrStdout()
+			if f.format == "json" {
+				return report.WriteJSON(out, res)
+			}
+			if err := res.Overhead.WriteText(out); err != nil {
+				return err
+			}
+			return writeLabText(out, &res.Result)
+		},
+	}
+	f.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&o.Configs, "configs", lab.OverheadConfigs, "configurations, baseline first (see gapscope overhead --help)")
+	fl.IntVar(&o.Rounds, "rounds", 3, "rounds per configuration")
+	fl.DurationVar(&o.Duration, "duration", 5*time.Second, "measured length of each round")
+	fl.DurationVar(&o.Warmup, "warmup", 2*time.Second, "unmeasured workload after each change (0: none)")
+	fl.StringVar(&o.Driver, "driver", "builtin", "workload: builtin or sysbench")
+	return cmd
+}

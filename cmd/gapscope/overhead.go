@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/lab"
+	"github.com/gapscope/gapscope/internal/overhead"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/sandbox"
+	"github.com/gapscope/gapscope/internal/store"
+	"github.com/gapscope/gapscope/internal/workload"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newOverheadCmd) }
+
+// Default configurations: a sandbox can be restarted, so performance_schema
+// off is the baseline; a user's server is compared with its defaults.
+const (
+	defaultSandboxConfigs = "ps-off,ps-default,ps-all,ps-all-timed,innodb-metrics-all,optimizer-trace,gapscope-watch"
+	defaultServerConfigs  = "ps-default,ps-all,ps-all-timed,innodb-metrics-all,optimizer-trace,gapscope-watch"
+)
+
+type overheadFlags struct {
+	dsn, configs, driver, storePath, format, iface string
+	sandbox, consent, keepData                     bool
+	rounds, threads, tables, rows                  int
+	duration, warmup                               time.Duration
+	resolution                                     float64
+}
+
+func newOverheadCmd() *cobra.Command {
+	var f overheadFlags
+	cmd := &cobra.Command{
+		Use:   "overhead (--dsn DSN | --sandbox) [--configs A,B,...]",
+		Short: "Measure what instrumentation costs: TPS under each setting, rotated rounds, ratio with a confidence interval",
+		Long: `overhead runs an OLTP read/write workload (sysbench oltp_read_write's mix) under
+each configuration in rotated rounds (A B C A B C ...), then prints for each:
+median TPS, min–max, the ratio to the first configuration (the baseline) with
+a 95% interval from the paired rounds, average and p95 latency, and whether
+the difference stands above the noise.
+
+Configurations:
+  ps-off              performance_schema=OFF (startup option: sandbox restart)
+  ps-default          performance_schema=ON, default instruments and consumers
+  ps-all              every instrument enabled, every consumer on
+  ps-all-timed        every instrument enabled and timed, every consumer on
+  innodb-metrics-all  SET GLOBAL innodb_monitor_enable='all'
+  optimizer-trace     SET GLOBAL optimizer_trace='enabled=on' (new sessions)
+  gapscope-watch      gapscope watch running (capture + performance_schema polling)
+
+With --sandbox it starts a private MariaDB server and may restart it. On any
+other server it never restarts, and it changes global settings only with
+--i-understand-this-changes-settings; the original settings are read first
+and restored at the end, Ctrl-C included, then read back and compared.`,
+		Example: `  gapscope overhead --sandbox --configs ps-off,ps-default,ps-all,optimizer-trace,gapscope-watch \
+      --tables 4 --rows 20000 --threads 4 --duration 20s --rounds 3
+  gapscope overhead --dsn 'root@tcp(10.0.0.5:3306)/' --configs ps-default,gapscope-watch \
+      --i-understand-this-changes-settings --store overhead.db`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runOverhead(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dsn, "dsn", "", "server to measure: user[:pass]@tcp(host:port)/ (password also from MYSQL_PWD)")
+	fl.BoolVar(&f.sandbox, "sandbox", false, "measure on a private MariaDB sandbox (may restart it)")
+	fl.StringVar(&f.configs, "configs", "", "comma-separated configurations, baseline first (default: "+defaultSandboxConfigs+" with --sandbox, "+defaultServerConfigs+" with --dsn)")
+	fl.IntVar(&f.rounds, "rounds", 3, "rounds per configuration")
+	fl.DurationVar(&f.duration, "duration", 20*time.Second, "measured length of each round")
+	fl.DurationVar(&f.warmup, "warmup", 3*time.Second, "unmeasured workload after each change (0: none)")
+	fl.IntVar(&f.threads, "threads", 4, "workload connections")
+	fl.IntVar(&f.tables, "tables", 4, "workload tables")
+	fl.IntVar(&f.rows, "rows", 20_000, "rows per table")
+	fl.StringVar(&f.driver, "driver", "builtin", "workload: builtin (in-process) or sysbench (the real one)")
+	fl.StringVar(&f.storePath, "store", "", "record every round in this SQLite file (for gapscope report)")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	fl.Float64Var(&f.resolution, "resolution", overhead.DefaultResolution, "smallest ratio change worth telling (an interval within ±this of 1.0 says 'no')")
+	fl.StringVar(&f.iface, "iface", "", "capture interface for gapscope-watch (default: the one that reaches the server)")
+	fl.BoolVar(&f.consent, "i-understand-this-changes-settings", false, "allow global setting changes on a server that is not a sandbox (restored afterwards)")
+	fl.BoolVar(&f.keepData, "keep-data", false, "keep the workload's tables (schema "+overhead.DefaultSchema+") after the run")
+	return cmd
+}
+
+func (f *overheadFlags) check() error {
+	switch {
+	case f.sandbox == (f.dsn != ""):
+		return usagef("give exactly one of --dsn and --sandbox")
+	case f.format != "text" && f.format != "json":
+		return usagef("--format must be text or json, not %q", f.format)
+	case f.driver != "builtin" && f.driver != "sysbench":
+		return usagef("--driver must be builtin or sysbench, not %q", f.driver)
+	case f.rounds < 1 || f.threads < 1 || f.tables < 1 || f.rows < 1:
+		return usagef("--rounds, --threads, --tables and --rows must be at least 1")
+	case f.duration <= 0 || f.warmup < 0:
+		return usagef("--duration must be positive and --warmup not negative")
+	case f.resolution <= 0 || f.resolution >= 1:
+		return usagef("--resolution must be between 0 and 1, not %v", f.resolution)
+	}
+	return nil
+}
+
+func (f *overheadFlags) options(errOut io.Writer) (overhead.Options, error) {
+	list := f.configs
+	if list == "" {
+		list = map[bool]string{true: defaultSandboxConfigs, false: defaultServerConfigs}[f.sandbox]
+	}
+	cs, err := overhead.ParseConfigs(list)
+	if err != nil {
+		return overhead.Options{}, usagef("--configs: %v", err)
+	}
+	warmup := f.warmup
+	if warmup == 0 {
+		warmup = -1 // Options: 0 means the default, negative none
+	}
+	return overhead.Options{DSN: f.dsn, AllowChanges: f.consent, Configs: cs, Rounds: f.rounds, Duration: f.duration,
+		Warmup: warmup, Driver: f.driver, KeepData: f.keepData, Resolution: f.resolution, WatchIface: f.iface,
+		Workload: workload.OLTPOptions{Tables: f.tables, TableSize: f.rows, Threads: f.threads},
+		Progress: progressPrinter(errOut)}, nil
+}
+
+// progressPrinter shows each round as it starts (redrawn in place on a
+// terminal) and a line when it ends, with the time left.
+func progressPrinter(w io.Writer) func(overhead.Progress) {
+	tty := isTerminal(w)
+	return func(p overhead.Progress) {
+		line := overhead.ProgressLine(p)
+		switch {
+		case p.Last != nil && tty:
+			fmt.Fprintf(w, "\r\x1b[K%s\n", line)
+		case p.Last != nil:
+			fmt.Fprintln(w, line)
+		case tty:
+			fmt.Fprintf(w, "\r\x1b[K%s", line)
+		}
+	}
+}
+
+// overheadSandboxArgs start the sandbox as most servers run: with
+// performance_schema on and its defaults (ps-off restarts it without).
+var overheadSandboxArgs = lab.OverheadServerArgs
+
+func runOverhead(ctx context.Context, out, errOut io.Writer, f overheadFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	opts, err := f.options(errOut)
+	if err != nil {
+		return err
+	}
+	if f.sandbox {
+		fmt.Fprintln(errOut, "starting a private MariaDB sandbox ...")
+		inst, err := sandbox.Start(ctx, sandbox.Options{ServerArgs: overheadSandboxArgs})
+		if err != nil {
+			return err
+		}
+		defer inst.Stop()
+		opts.DSN, opts.Sandbox, opts.SandboxArgs = inst.DSN(""), inst, overheadSandboxArgs
+	}
+	rec, err := openOverheadStore(ctx, f, opts.DSN)
+	if err != nil {
+		return err
+	}
+	opts.OnRound = rec.add
+	fmt.Fprintf(errOut, "measuring %s on %s ...\n", strings.Join(overhead.Names(opts.Configs), ", "), collect.RedactDSN(opts.DSN))
+	res, err := overhead.Run(ctx, opts)
+	rec.close(res)
+	if errors.Is(err, overhead.ErrNeedsConsent) || errors.Is(err, overhead.ErrNeedsRestart) {
+		return usageError{err}
+	}
+	if res == nil {
+		return err
+	}
+	if werr := writeOverhead(out, f.format, res); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// writeOverhead prints the table (also after Ctrl-C: the rounds done so far).
+func writeOverhead(out io.Writer, format string, res *overhead.Result) error {
+	findings := overhead.Findings(res)
+	if format == "json" {
+		return report.WriteJSON(out, struct {
+			*overhead.Result
+			Findings any `json:"findings"`
+		}{res, nonNil(findings)})
+	}
+	if err := res.WriteText(out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return report.WriteFindingsText(out, findings)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// overheadRecorder writes rounds to the store as they complete, so an
+// interrupted run keeps what it measured.
+type overheadRecorder struct {
+	st  *store.Store
+	run int64
+}
+
+func openOverheadStore(ctx context.Context, f overheadFlags, dsn string) (*overheadRecorder, error) {
+	if f.storePath == "" {
+		return &overheadRecorder{}, nil
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return nil, err
+	}
+	run, err := st.StartRun(ctx, "overhead", collect.RedactDSN(dsn), time.Now().UnixMicro())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &overheadRecorder{st: st, run: run}, nil
+}
+
+func (r *overheadRecorder) add(x overhead.Round) error {
+	if r.st == nil {
+		return nil
+	}
+	return r.st.AddOverhead(context.Background(), store.OverheadRow{RunID: r.run, TimeUS: x.StartUS, Config: x.Config,
+		Position: x.Position, Round: x.Index, TPS: x.TPS, QPS: x.QPS, LatAvgUS: x.LatAvg.Microseconds(),
+		LatP95US: x.LatP95.Microseconds(), Errors: x.Errors})
+}
+
+func (r *overheadRecorder) close(res *overhead.Result) {
+	if r.st == nil {
+		return
+	}
+	notes := ""
+	if res != nil {
+		notes = strings.Join(res.Notes, "; ")
+	}
+	_ = r.st.EndRun(context.Background(), r.run, time.Now().UnixMicro(), notes)
+	r.st.Close()
+}
+
+// overheadTableFromStore rebuilds a run's table from its stored rounds
+// (store.OverheadRows), for gapscope report: the baseline is position 0,
+// ratios and intervals come from overhead.Summarize on the paired rounds;
+// Row.AboveNoise uses the same words as report.OverheadRow.Verdict.
+func overheadTableFromStore(rows []store.OverheadRow, resolution float64) []overhead.Row {
+	var configs []string
+	rounds := make([]overhead.Round, 0, len(rows))
+	for _, r := range rows {
+		if r.Position < 0 || r.Position > 64 {
+			continue // not written by this gapscope
+		}
+		for len(configs) <= r.Position {
+			configs = append(configs, "")
+		}
+		configs[r.Position] = r.Config
+		rounds = append(rounds, overhead.Round{Config: r.Config, Position: r.Position, Index: r.Round, TPS: r.TPS, QPS: r.QPS,
+			LatAvg: time.Duration(r.LatAvgUS) * time.Microsecond, LatP95: time.Duration(r.LatP95US) * time.Microsecond, Errors: r.Errors})
+	}
+	return overhead.Summarize(rounds, configs, resolution)
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/plans"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/store"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newPlansCmd) }
+
+type plansFlags struct {
+	dsn, defaultsFile, storePath, format string
+	duration                             time.Duration
+	opts                                 plans.Options
+}
+
+func newPlansCmd() *cobra.Command {
+	var f plansFlags
+	cmd := &cobra.Command{
+		Use:   "plans --dsn DSN [--threshold 1s] [--duration D] [--store FILE.db]",
+		Short: "Catch the plans of slow executions while they run and compare them with the usual plan",
+		Long: `plans polls the server's running statements. When a SELECT has run longer than
+--threshold it reads the plan it is running (MariaDB SHOW EXPLAIN FOR and, on a
+flip, SHOW ANALYZE FOR; MySQL EXPLAIN FOR CONNECTION). From fast executions it
+keeps each digest's usual plan (EXPLAIN of read-only SELECTs only: writes,
+locking reads, SELECT ... INTO and multi-statements are never planned, and
+nothing is executed again). A slow execution that ran another plan, or on
+collapsed row estimates, raises PLAN_FLIP with both plans, the table statistics
+and the fix. Plan statements are limited per digest and overall.
+
+Fast executions come from performance_schema statement history when it is on
+(events_statements_current plus history or history_long consumers).`,
+		Example: `  gapscope plans --dsn 'monitor@tcp(db1:3306)/' --threshold 500ms --duration 10m --store plans.db
+  gapscope plans --dsn 'root@tcp(127.0.0.1:3306)/' --trace-replay --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			return runPlans(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dsn, "dsn", "", "server to watch, e.g. 'user@tcp(host:3306)/' (password from MYSQL_PWD)")
+	fl.StringVar(&f.defaultsFile, "defaults-file", "", "my.cnf with a [client] group")
+	fl.DurationVar(&f.opts.Threshold, "threshold", time.Second, "a statement running longer than this is slow: its live plan is caught")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C)")
+	fl.StringVar(&f.storePath, "store", "", "SQLite store to record plans and findings in")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	fl.BoolVar(&f.opts.TraceReplay, "trace-replay", false, "on a flip, plan the SELECT again with optimizer_trace on and show the costs of the chosen and rejected access paths")
+	fl.DurationVar(&f.opts.PerDigestEvery, "per-digest", 10*time.Second, "at most one live plan and one EXPLAIN per digest in this interval")
+	fl.Float64Var(&f.opts.Rate, "rate", 2, "at most this many plan statements per second over all digests")
+	fl.IntVar(&f.opts.Burst, "burst", 4, "plan statements allowed at once over all digests")
+	fl.DurationVar(&f.opts.PollInterval, "interval", 0, "processlist poll interval (default: threshold/4, within 10ms-250ms)")
+	return cmd
+}
+
+func (f *plansFlags) check() error {
+	switch {
+	case f.dsn == "" && f.defaultsFile == "":
+		return usagef("plans needs --dsn or --defaults-file")
+	case f.format != "text" && f.format != "json":
+		return usagef("--format must be text or json, not %q", f.format)
+	case f.opts.Threshold <= 0:
+		return usagef("--threshold must be positive, not %s", f.opts.Threshold)
+	case f.duration < 0 || f.opts.PerDigestEvery <= 0 || f.opts.Rate <= 0 || f.opts.Burst <= 0 || f.opts.PollInterval < 0:
+		return usagef("--duration, --per-digest, --rate, --burst and --interval must be positive")
+	}
+	return nil
+}
+
+// plansOutput is the --format json document.
+type plansOutput struct {
+	Stats    plans.Stats     `json:"stats"`
+	Plans    []plans.Caught  `json:"plans"`
+	Raised   []event.Finding `json:"raised"`   // every PLAN_FLIP raised during the run
+	Findings []event.Finding `json:"findings"` // those still open at the end
+}
+
+func runPlans(ctx context.Context, out, errOut io.Writer, f plansFlags) error {
+	cfg, err := collect.Config(f.dsn, f.defaultsFile)
+	if err != nil {
+		return err
+	}
+	db, err := collect.OpenConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rec, err := openPlansStore(ctx, f, cfg.FormatDSN())
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var raised []event.Finding
+	f.opts.OnPlan = func(p plans.Caught) {
+		rec.plan(ctx, p)
+		if f.format == "text" && p.Role == "slow" {
+			fmt.Fprintf(errOut, "  · caught %s after %s: %s\n", p.Source, time.Duration(p.ElapsedUS)*time.Microsecond, p.Signature)
+		}
+	}
+	f.opts.OnFlip = func(fl event.Finding) {
+		mu.Lock()
+		raised = append(raised, fl)
+		mu.Unlock()
+		rec.finding(fl)
+	}
+	c := plans.NewCatcher(db, f.opts)
+	err = runFor(ctx, f.duration, c.Run)
+	if cerr := rec.close(); err == nil && cerr != nil {
+		err = fmt.Errorf("recording plans in %s: %w", f.storePath, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	doc := plansOutput{Stats: c.Stats(), Plans: c.Caught(), Raised: raised, Findings: c.Findings()}
+	if f.format == "json" {
+		return report.WriteJSON(out, doc)
+	}
+	return writePlansText(out, doc)
+}
+
+// runFor runs run until d passes (0: until ctx ends, e.g. Ctrl-C).
+func runFor(ctx context.Context, d time.Duration, run func(context.Context) error) error {
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return run(ctx)
+}
+
+func writePlansText(w io.Writer, d plansOutput) error {
+	s := d.Stats
+	fmt.Fprintf(w, "polls %d, live plans %d (%d ended first), SHOW ANALYZE %d, EXPLAIN %d, traces %d, rate-limited %d, refused %d, errors %d\n",
+		s.Polls, s.LivePlans, s.Ended, s.LiveAnalyzes, s.Explains, s.Traces, s.RateLimited, s.Refused, s.Errors)
+	if s.History == "" {
+		fmt.Fprintln(w, "no statement history: usual plans come only from fast executions seen in the processlist; turn on the events_statements_current and events_statements_history_long consumers")
+	}
+	if s.LastError != "" {
+		fmt.Fprintf(w, "last error: %s\n", s.LastError)
+	}
+	fmt.Fprintf(w, "\nplans caught:\n")
+	if len(d.Plans) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, p := range d.Plans {
+		fmt.Fprintf(w, "  %s  %-7s %-17s %9s  %s  [%s] %s\n", time.UnixMicro(p.TimeUS).Format("15:04:05.000"), p.Role, p.Source,
+			(time.Duration(p.ElapsedUS) * time.Microsecond).Round(10*time.Microsecond), p.Signature, p.Digest, clipText(p.DigestText, 80))
+	}
+	fmt.Fprintf(w, "\nPLAN_FLIP raised: %d, still open: %d\n\n", len(d.Raised), len(d.Findings))
+	return report.WriteFindingsText(w, d.Findings)
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// plansStore records plans and flips in a store, when asked to.
+type plansStore struct {
+	st  *store.Store
+	w   *store.Writer
+	run int64
+	err error // the first failed write
+}
+
+func openPlansStore(ctx context.Context, f plansFlags, dsn string) (*plansStore, error) {
+	if f.storePath == "" {
+		return &plansStore{}, nil
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return nil, err
+	}
+	run, err := st.StartRun(ctx, "plans", collect.RedactDSN(dsn), time.Now().UnixMicro())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &plansStore{st: st, w: st.NewWriter(run, store.WriterOptions{}), run: run}, nil
+}
+
+func (p *plansStore) plan(ctx context.Context, c plans.Caught) {
+	if p.st == nil {
+		return
+	}
+	err := p.st.AddPlan(context.WithoutCancel(ctx), store.Plan{RunID: p.run, TimeUS: c.TimeUS, ConnID: c.ConnID, Digest: c.Digest,
+		DigestText: c.DigestText, Source: c.Source, Plan: c.Plan.Text(), ExecUS: c.ElapsedUS})
+	p.keep(err)
+}
+
+func (p *plansStore) finding(f event.Finding) {
+	if p.w != nil {
+		p.keep(p.w.AddFinding(time.Now().UnixMicro(), &f))
+	}
+}
+
+func (p *plansStore) keep(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+// close flushes and closes the store and returns the first write error.
+func (p *plansStore) close() error {
+	if p.st == nil {
+		return nil
+	}
+	p.keep(p.w.Close())
+	p.keep(p.st.EndRun(context.Background(), p.run, time.Now().UnixMicro(), ""))
+	p.keep(p.st.Close())
+	return p.err
+}

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/probe"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/store"
+	"github.com/gapscope/gapscope/internal/workload"
+	"github.com/go-sql-driver/mysql"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newProbeCmd) }
+
+type probeFlags struct {
+	dsn, defaultsFile, monitorDSN string
+	every                         time.Duration
+	repeat, inserts, count, cores int
+	workload, storePath, format   string
+	schema                        string
+}
+
+func newProbeCmd() *cobra.Command {
+	var f probeFlags
+	cmd := &cobra.Command{
+		Use:   "probe --dsn DSN",
+		Short: "Canary: time a small workload on schedule beside Threads_running; find the concurrency knee",
+		Long: `probe runs seed 002's canary (TRUNCATE + 100 single-row INSERTs, --repeat
+times, in a scratch schema it creates and drops) every --every, and records
+each run's max/avg/median beside the Threads_running, Threads_connected and
+thread-pool queue lengths read while it ran. At the end it fits log latency
+against Threads_running with two segments, and ties the knee to the setting
+that caps concurrency there (thread_pool_max_threads, thread_pool_size x
+(oversubscribe+1), innodb_thread_concurrency, max_connections) or to the CPU
+count: a CONCURRENCY_KNEE finding.
+
+The canary must take the application's path (through the thread pool); give
+--monitor-dsn on the pool's extra port so status reads do not queue.
+Ctrl-C discards the run in progress, saves what was done and prints the
+summary.`,
+		Example: `  gapscope probe --dsn 'app@tcp(db1:3306)/' --every 60s --store probe.db
+  gapscope probe --dsn 'app@tcp(db1:3306)/' --monitor-dsn 'monitor@tcp(db1:3307)/' --count 30 --format json
+  gapscope probe --dsn 'app@tcp(db1:3306)/shop' --workload checkout.sql --repeat 5`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runProbe(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dsn, "dsn", "", "server to probe: user[:pass]@tcp(host:port)/ (password also from MYSQL_PWD)")
+	fl.StringVar(&f.defaultsFile, "defaults-file", "", "read [client] user/password/host/port from this my.cnf")
+	fl.StringVar(&f.monitorDSN, "monitor-dsn", "", "connection for status reads (default: --dsn); use the thread pool's extra port")
+	fl.DurationVar(&f.every, "every", 60*time.Second, "time between the starts of two runs")
+	fl.IntVar(&f.repeat, "repeat", 20, "repetitions per run (each timed)")
+	fl.IntVar(&f.inserts, "inserts", 100, "canary INSERTs per repetition")
+	fl.IntVar(&f.count, "count", 0, "stop after this many runs (default: until Ctrl-C)")
+	fl.IntVar(&f.cores, "cores", -1, "CPU cores of the server host (default: this host's when the server is local, else unknown)")
+	fl.StringVar(&f.workload, "workload", "canary", "canary, or a .sql file whose statements (;-separated) make one repetition")
+	fl.StringVar(&f.schema, "schema", "gapscope_canary", "scratch schema the canary creates and drops")
+	fl.StringVar(&f.storePath, "store", "", "record runs and findings in this SQLite file")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	return cmd
+}
+
+func (f *probeFlags) check() error {
+	switch {
+	case f.dsn == "" && f.defaultsFile == "":
+		return usagef("probe needs --dsn or --defaults-file")
+	case f.format != "text" && f.format != "json":
+		return usagef("--format must be text or json, not %q", f.format)
+	case f.every <= 0:
+		return usagef("--every must be positive")
+	case f.repeat <= 0 || f.inserts <= 0 || f.count < 0:
+		return usagef("--repeat and --inserts must be positive, --count not negative")
+	}
+	return nil
+}
+
+func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	opts, cfg, err := f.options()
+	if err != nil {
+		return err
+	}
+	mon, err := f.openMonitor(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer mon.Close()
+	opts.Monitor = mon
+	rec, err := openProbeStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	opts.OnPoint = func(p probe.Point) error {
+		if f.format == "text" {
+			fmt.Fprintln(errOut, "  "+pointLine(p))
+		}
+		return rec.add(opts, p)
+	}
+	opts.OnDiscard = func(err error) { fmt.Fprintf(errOut, "  run failed, discarded: %v\n", err) }
+	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.RedactDSN(cfg.FormatDSN()), probeName(opts), f.every)
+	res, err := probe.Run(ctx, opts)
+	if cerr := rec.close(res); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if f.format == "json" {
+		return report.WriteJSON(out, res)
+	}
+	return writeProbeText(out, res)
+}
+
+// options builds the probe's options from the flags (the canary's DSN
+// keeps the password, which never reaches output).
+func (f *probeFlags) options() (probe.Options, *mysql.Config, error) {
+	cfg, err := collect.Config(f.dsn, f.defaultsFile)
+	if err != nil {
+		return probe.Options{}, nil, err
+	}
+	o := probe.Options{DSN: cfg.FormatDSN(), Every: f.every, Count: f.count, Cores: f.cores,
+		Canary: workload.CanaryOptions{Schema: f.schema, Repeat: f.repeat, Inserts: f.inserts}}
+	if f.cores < 0 {
+		o.Cores = localCores(cfg)
+	}
+	if f.workload != "canary" {
+		data, err := os.ReadFile(f.workload)
+		if err != nil {
+			return o, nil, usagef("--workload: %v", err)
+		}
+		o.Script, o.ScriptName = workload.StatementsFromSQL(string(data)), filepath.Base(f.workload)
+		if len(o.Script) == 0 {
+			return o, nil, usagef("--workload %s holds no statement", f.workload)
+		}
+	}
+	return o, cfg, nil
+}
+
+// openMonitor connects for status reads: --monitor-dsn, or the canary's
+// server.
+func (f *probeFlags) openMonitor(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	if f.monitorDSN != "" {
+		mcfg, err := collect.Config(f.monitorDSN, f.defaultsFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg = mcfg
+	}
+	return collect.OpenConfig(ctx, cfg.Clone())
+}
+
+// localCores is this host's CPU count when the server runs here (unix
+// socket or loopback), else 0: unknown.
+func localCores(cfg *mysql.Config) int {
+	if cfg.Net == "unix" {
+		return runtime.NumCPU()
+	}
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return 0
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return runtime.NumCPU()
+	}
+	return 0
+}
+
+func probeName(o probe.Options) string {
+	if o.Script != nil {
+		return "workload " + o.ScriptName
+	}
+	return fmt.Sprintf("canary (%d x TRUNCATE + %d INSERTs)", o.Canary.Repeat, o.Canary.Inserts)
+}
+
+func pointLine(p probe.Point) string {
+	return fmt.Sprintf("%s  median %-9s avg %-9s max %-9s Threads_running %5.1f (max %d)  connected %5.1f  pool queue %4.1f",
+		time.UnixMicro(p.TimeUS).Format("15:04:05"), usDur(p.MedianUS), usDur(p.AvgUS), usDur(p.MaxUS),
+		p.ThreadsRunning, p.ThreadsRunningMax, p.ThreadsConnected, p.PoolQueue)
+}
+
+func usDur(v int64) string {
+	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond).String()
+}
+
+func writeProbeText(out io.Writer, res *probe.Result) error {
+	fmt.Fprintf(out, "\n%s: %d runs (%d discarded)\n", res.Series.Name, len(res.Series.Points), res.Discarded)
+	for _, p := range res.Series.Points {
+		fmt.Fprintln(out, "  "+pointLine(p))
+	}
+	k := res.Knee
+	if k.Found {
+		fmt.Fprintf(out, "\nknee: %.1f running threads (80%% range %.1f-%.1f); above it x%.1f the trend below; fit improvement %.0f%% over one line, p=%.2g\n",
+			k.Threads, k.Low, k.High, k.Rise, k.Improvement*100, k.P)
+	} else {
+		fmt.Fprintf(out, "\nno knee: %s (%d runs)\n", k.Reason, k.Points)
+	}
+	fmt.Fprintln(out, "\ncaps in force:")
+	for _, c := range res.Caps {
+		fmt.Fprintf(out, "  %-48s %6d  %s\n", c.Variable, c.Threads, c.Formula)
+	}
+	fmt.Fprintln(out, "\nfindings:")
+	return report.WriteFindingsText(out, res.Findings)
+}
+
+// probeRecorder writes runs, samples and findings to the store, if any.
+type probeRecorder struct {
+	st  *store.Store
+	w   *store.Writer
+	run int64
+}
+
+func openProbeStore(ctx context.Context, f probeFlags) (*probeRecorder, error) {
+	if f.storePath == "" {
+		return &probeRecorder{}, nil
+	}
+	st, err := store.Open(ctx, f.storePath)
+	if err != nil {
+		return nil, err
+	}
+	run, err := st.StartRun(ctx, "probe", collect.RedactDSN(f.dsn), time.Now().UnixMicro())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &probeRecorder{st: st, run: run, w: st.NewWriter(run, store.WriterOptions{})}, nil
+}
+
+// add stores one run: its probe_results row (whole thread counts) and,
+// as samples at the same instant, the exact means and the pool queue.
+func (r *probeRecorder) add(o probe.Options, p probe.Point) error {
+	if r.st == nil {
+		return nil
+	}
+	name := probeStoreName(o)
+	err := r.st.AddProbe(context.Background(), store.ProbeResult{RunID: r.run, TimeUS: p.TimeUS, Name: name,
+		Calls: int64(p.Calls), MinUS: p.MinUS, AvgUS: p.AvgUS, MedianUS: p.MedianUS, MaxUS: p.MaxUS,
+		ThreadsConnected: int64(math.Round(p.ThreadsConnected)), ThreadsRunning: int64(math.Round(p.ThreadsRunning))})
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{"probe": name}
+	for _, s := range []struct {
+		name string
+		v    float64
+	}{{"threads_running", p.ThreadsRunning}, {"threads_connected", p.ThreadsConnected},
+		{"pool_queue", p.PoolQueue}, {"pool_queue_max", float64(p.PoolQueueMax)}} {
+		if err := r.w.AddSample(&event.Sample{TimeUS: p.TimeUS, Source: "probe", Name: s.name, Value: s.v, Labels: labels}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func probeStoreName(o probe.Options) string {
+	if o.Script != nil {
+		return o.ScriptName
+	}
+	return "canary"
+}
+
+// close stores the findings and ends the run; it runs after Ctrl-C too.
+func (r *probeRecorder) close(res *probe.Result) error {
+	if r.st == nil {
+		return nil
+	}
+	defer r.st.Close()
+	now := time.Now().UnixMicro()
+	var err error
+	if res != nil {
+		for i := range res.Findings {
+			if err = r.w.AddFinding(now, &res.Findings[i]); err != nil {
+				break
+			}
+		}
+	}
+	if cerr := r.w.Close(); err == nil {
+		err = cerr
+	}
+	notes := ""
+	if res != nil && res.Discarded > 0 {
+		notes = fmt.Sprintf("%d run(s) discarded", res.Discarded)
+	}
+	if eerr := r.st.EndRun(context.Background(), r.run, now, notes); err == nil {
+		err = eerr
+	}
+	return err
+}

@@ -1,0 +1,135 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/net/bpf"
+)
+
+// The kernel filter keeps TCP segments to or from the server ports, so the
+// capture goroutine never sees the rest of the host's traffic. It is built
+// here, without libpcap: "tcp port P or tcp port Q" for IPv4 (unfragmented
+// or first fragment) and IPv6 (TCP as the first next header).
+
+// filterLink says where the IP header starts in a captured frame.
+type filterLink int
+
+const (
+	filterEthernet filterLink = iota // 14-byte Ethernet header (also lo)
+	filterRawIP                      // no link header (tun, wireguard)
+)
+
+// snapAccept is the byte count the filter keeps of a matching packet: all.
+const snapAccept = 0x40000
+
+// packetOutgoing is the PACKET_OUTGOING skb type.
+const packetOutgoing = 4
+
+// asm is a tiny assembler with forward labels for conditional jumps.
+type asm struct {
+	ins    []bpf.Instruction
+	labels map[string]int
+	fixups []fixup
+}
+
+type fixup struct {
+	at            int
+	ifTrue, ifNot string // labels; "" = next instruction
+}
+
+func (a *asm) emit(i bpf.Instruction) { a.ins = append(a.ins, i) }
+func (a *asm) label(l string)         { a.labels[l] = len(a.ins) }
+
+// jump adds a conditional jump to labels (ifTrue when the condition holds).
+func (a *asm) jump(cond bpf.JumpTest, val uint32, ifTrue, ifNot string) {
+	a.fixups = append(a.fixups, fixup{at: len(a.ins), ifTrue: ifTrue, ifNot: ifNot})
+	a.emit(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+func (a *asm) resolve() ([]bpf.RawInstruction, error) {
+	for _, f := range a.fixups {
+		j := a.ins[f.at].(bpf.JumpIf)
+		var err error
+		if j.SkipTrue, err = a.skip(f.at, f.ifTrue); err != nil {
+			return nil, err
+		}
+		if j.SkipFalse, err = a.skip(f.at, f.ifNot); err != nil {
+			return nil, err
+		}
+		a.ins[f.at] = j
+	}
+	return bpf.Assemble(a.ins)
+}
+
+func (a *asm) skip(at int, label string) (uint8, error) {
+	if label == "" {
+		return 0, nil
+	}
+	to, ok := a.labels[label]
+	if !ok {
+		return 0, fmt.Errorf("bpf: undefined label %q", label)
+	}
+	d := to - at - 1
+	if d < 0 || d > 255 {
+		return 0, fmt.Errorf("bpf: jump to %q out of range (%d)", label, d)
+	}
+	return uint8(d), nil
+}
+
+// buildFilter returns the classic BPF program for ports. dropOutgoing drops
+// the PACKET_OUTGOING copy of each packet, which loopback delivers twice.
+func buildFilter(ports []uint16, link filterLink, dropOutgoing bool) ([]bpf.RawInstruction, error) {
+	if len(ports) == 0 || len(ports) > 32 {
+		return nil, errors.New("bpf: need between 1 and 32 ports")
+	}
+	a := &asm{labels: map[string]int{}}
+	if dropOutgoing {
+		a.emit(bpf.LoadExtension{Num: bpf.ExtType})
+		a.jump(bpf.JumpEqual, packetOutgoing, "drop", "")
+	}
+	l := uint32(0)
+	switch link {
+	case filterEthernet:
+		l = 14
+		a.emit(bpf.LoadAbsolute{Off: 12, Size: 2})
+		a.jump(bpf.JumpEqual, etherIPv4, "v4", "")
+		a.jump(bpf.JumpEqual, etherIPv6, "v6", "drop")
+	case filterRawIP:
+		a.emit(bpf.LoadAbsolute{Off: 0, Size: 1})
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf0})
+		a.jump(bpf.JumpEqual, 0x40, "v4", "")
+		a.jump(bpf.JumpEqual, 0x60, "v6", "drop")
+	}
+	a.label("v4")
+	a.emit(bpf.LoadAbsolute{Off: l + 9, Size: 1})
+	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
+	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 2})
+	a.jump(bpf.JumpBitsSet, 0x1fff, "drop", "") // later fragments carry no TCP header
+	a.emit(bpf.LoadMemShift{Off: l})
+	for _, off := range []uint32{l, l + 2} {
+		a.emit(bpf.LoadIndirect{Off: off, Size: 2})
+		portChecks(a, ports)
+	}
+	a.emit(bpf.Jump{Skip: 0}) // placeholder fixed below: to drop
+	jumpAt := len(a.ins) - 1
+	a.label("v6")
+	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 1})
+	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
+	for _, off := range []uint32{l + 40, l + 42} {
+		a.emit(bpf.LoadAbsolute{Off: off, Size: 2})
+		portChecks(a, ports)
+	}
+	a.label("drop")
+	a.emit(bpf.RetConstant{Val: 0})
+	a.label("accept")
+	a.emit(bpf.RetConstant{Val: snapAccept})
+	a.ins[jumpAt] = bpf.Jump{Skip: uint32(a.labels["drop"] - jumpAt - 1)}
+	return a.resolve()
+}
+
+func portChecks(a *asm, ports []uint16) {
+	for _, p := range ports {
+		a.jump(bpf.JumpEqual, uint32(p), "accept", "")
+	}
+}

@@ -1,0 +1,98 @@
+// Package capture turns packets into statements: it reads pcap/pcapng files
+// (plain or gzip) and live AF_PACKET rings, decodes link/IP/TCP headers
+// without allocating, tracks each TCP connection (server side, sequence
+// numbers, retransmissions, reordering, the client's receive window) and
+// drives a mysqlproto.ConnDecoder per connection. Every decoded exchange
+// becomes one event.Statement handed to the caller's emit function.
+//
+// It is a per-flow tracker, not a generic TCP reassembler: the MySQL protocol
+// is half duplex, so a hole in one direction is declared lost as soon as the
+// other direction speaks.
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Options tune how packets become statements.
+type Options struct {
+	// Ports are the server ports; a flow with one end on one of them is
+	// decoded as MySQL from its first packet. Flows on other ports are
+	// decoded when their first bytes look like a server greeting (or, when
+	// the capture started mid-connection, like a client command).
+	// Default: 3306.
+	Ports []uint16
+	// KeepLiterals keeps SQL literals in Statement.SQL (and interpolates
+	// COM_STMT_EXECUTE parameters); by default SQL is the digest text.
+	KeepLiterals bool
+	// MaxFlows bounds the connections tracked at once (default 100000);
+	// packets of connections beyond it are counted in Stats.UntrackedPackets.
+	MaxFlows int
+	// IdleTimeout evicts a connection that sent nothing for this long in
+	// capture time (default 15 minutes). Evicting forgets its prepared
+	// statements, so it is long by default.
+	IdleTimeout time.Duration
+	// MaxOutOfOrder bounds the bytes buffered per direction while waiting
+	// for a missing segment (default 1 MiB); above it the hole is declared
+	// lost and the decoder resynchronises.
+	MaxOutOfOrder int
+	// Progress, when set, is called now and then with the bytes read so far
+	// and the total (file sizes; 0 when unknown).
+	Progress func(done, total int64)
+}
+
+func (o Options) withDefaults() Options {
+	if len(o.Ports) == 0 {
+		o.Ports = []uint16{3306}
+	}
+	if o.MaxFlows <= 0 {
+		o.MaxFlows = 100_000
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 15 * time.Minute
+	}
+	if o.MaxOutOfOrder <= 0 {
+		o.MaxOutOfOrder = 1 << 20
+	}
+	return o
+}
+
+// Stats counts what a capture contained and what the tracker did with it.
+type Stats struct {
+	Packets          int64 // frames read
+	Bytes            int64 // frame bytes read (captured length)
+	Flows            int64 // MySQL connections tracked
+	Statements       int64 // statements emitted (own statements excluded)
+	Retransmits      int64 // TCP segments carrying only bytes already seen
+	OutOfOrder       int64 // segments that arrived ahead of a hole
+	Gaps             int64 // holes declared lost (decoder resynchronised)
+	NonMySQLFlows    int64 // TCP connections ignored as not MySQL
+	TLSFlows         int64 // connections that switched to TLS (timings only)
+	MidStreamFlows   int64 // connections whose handshake was not captured
+	Fragments        int64 // IP fragments skipped
+	Malformed        int64 // frames with broken headers
+	UntrackedPackets int64 // packets of connections refused because MaxFlows was reached
+	EvictedFlows     int64 // connections evicted after IdleTimeout
+	OwnStatements    int64 // gapscope's own statements dropped
+	KernelDrops      int64 // live: packets the kernel dropped (ring full)
+	QueueDrops       int64 // live: packets dropped because the tracker fell behind
+	Dropped          int64 // KernelDrops + QueueDrops
+	Notes            []string
+}
+
+// Errors callers may branch on.
+var (
+	// ErrEmptyFile: the file has no bytes (or only a gzip wrapper around none).
+	ErrEmptyFile = errors.New("capture file is empty")
+	// ErrNotCapture: the file does not start like a pcap or pcapng file.
+	ErrNotCapture = errors.New("not a pcap or pcapng capture file")
+)
+
+// UnsupportedLinkTypeError reports a capture whose link layer we cannot decode.
+type UnsupportedLinkTypeError struct{ LinkType uint32 }
+
+func (e *UnsupportedLinkTypeError) Error() string {
+	return fmt.Sprintf("unsupported link type %d (want Ethernet, Linux cooked SLL/SLL2, loopback/NULL or raw IP)", e.LinkType)
+}

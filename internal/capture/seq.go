@@ -1,0 +1,155 @@
+package capture
+
+import (
+	"github.com/gapscope/gapscope/internal/mysqlproto"
+)
+
+// halfFlow tracks the sequence space of one direction.
+type halfFlow struct {
+	init     bool
+	sawSYN   bool
+	next     uint32 // next in-order sequence number
+	wscale   int8   // window-scale shift from the SYN; -1 unknown
+	ooo      []oooSeg
+	oooBytes int
+	free     [][]byte // recycled segment buffers
+}
+
+// oooSeg is a segment that arrived ahead of a hole, copied.
+type oooSeg struct {
+	seq  uint32
+	tsUS int64
+	data []byte
+}
+
+// seqDiff is a-b in sequence space (RFC 1982 arithmetic).
+func seqDiff(a, b uint32) int32 { return int32(a - b) }
+
+func (h *halfFlow) release() {
+	h.ooo, h.free, h.oooBytes = nil, nil, 0
+}
+
+// data runs the payload of p through sequence tracking to the decoder.
+func (f *flow) data(dir mysqlproto.Direction, p *packet) {
+	h := &f.half[dir]
+	if !h.init {
+		h.init, h.next = true, p.seq // first segment of a mid-stream direction
+	}
+	n := len(p.payload)
+	if n == 0 {
+		return
+	}
+	// MySQL is half duplex: once this side speaks, the other side has said
+	// all it will say for now, so a hole left there will never be filled.
+	if other := 1 - dir; len(f.half[other].ooo) > 0 {
+		f.flushHole(other)
+	}
+	d := seqDiff(p.seq, h.next)
+	switch {
+	case d == 0:
+		f.deliver(dir, p.tsUS, p.payload)
+		h.next += uint32(n)
+		f.drain(dir, p.tsUS)
+	case d < 0:
+		f.overlap(dir, p, int(d))
+	default:
+		f.t.stats.OutOfOrder++
+		f.buffer(dir, p)
+	}
+}
+
+// overlap handles a segment starting before h.next: a retransmission, maybe
+// carrying new bytes at its end.
+func (f *flow) overlap(dir mysqlproto.Direction, p *packet, d int) {
+	h := &f.half[dir]
+	n := len(p.payload)
+	if n <= 1 && d == -1 {
+		return // keep-alive or zero-window probe, not a retransmission
+	}
+	f.retransmit()
+	if fresh := n + d; fresh > 0 {
+		f.deliver(dir, p.tsUS, p.payload[n-fresh:])
+		h.next += uint32(fresh)
+		f.drain(dir, p.tsUS)
+	}
+}
+
+func (f *flow) retransmit() {
+	f.retrans++
+	f.t.stats.Retransmits++
+}
+
+// buffer keeps a copy of a segment that arrived ahead of a hole, in sequence
+// order. Past MaxOutOfOrder bytes the hole is declared lost.
+func (f *flow) buffer(dir mysqlproto.Direction, p *packet) {
+	h := &f.half[dir]
+	i := 0
+	for i < len(h.ooo) && seqDiff(h.ooo[i].seq, p.seq) < 0 {
+		i++
+	}
+	if i < len(h.ooo) && h.ooo[i].seq == p.seq && len(h.ooo[i].data) >= len(p.payload) {
+		f.retransmit() // the same early segment twice
+		return
+	}
+	var buf []byte
+	if k := len(h.free); k > 0 {
+		buf, h.free = h.free[k-1][:0], h.free[:k-1]
+	}
+	seg := oooSeg{seq: p.seq, tsUS: p.tsUS, data: append(buf, p.payload...)}
+	h.ooo = append(h.ooo, oooSeg{})
+	copy(h.ooo[i+1:], h.ooo[i:])
+	h.ooo[i] = seg
+	h.oooBytes += len(seg.data)
+	if h.oooBytes > f.t.opts.MaxOutOfOrder {
+		f.flushHole(dir)
+	}
+}
+
+// drain delivers buffered segments that have become contiguous. Their bytes
+// reach the application when the hole fills, so they carry tsUS.
+func (f *flow) drain(dir mysqlproto.Direction, tsUS int64) {
+	h := &f.half[dir]
+	for len(h.ooo) > 0 && f.state == stateMySQL {
+		s := h.ooo[0]
+		if seqDiff(s.seq, h.next) > 0 {
+			return
+		}
+		h.ooo = h.ooo[:copy(h.ooo, h.ooo[1:])]
+		h.oooBytes -= len(s.data)
+		if fresh := int(seqDiff(s.seq+uint32(len(s.data)), h.next)); fresh > 0 {
+			f.deliver(dir, max(tsUS, s.tsUS), s.data[len(s.data)-fresh:])
+			h.next += uint32(fresh)
+		}
+		h.free = append(h.free, s.data)
+	}
+}
+
+// flushHole declares every hole in dir lost: the decoder is told about the
+// gap and the buffered bytes after it are delivered.
+func (f *flow) flushHole(dir mysqlproto.Direction) {
+	h := &f.half[dir]
+	for len(h.ooo) > 0 && f.state == stateMySQL {
+		f.t.stats.Gaps++
+		first := h.ooo[0]
+		if f.inTLS {
+			f.tls.gap()
+		} else {
+			f.dec.Gap(dir, first.tsUS)
+		}
+		h.next = first.seq
+		f.drain(dir, first.tsUS) // lost bytes: the rest were seen when captured
+	}
+}
+
+// deliver hands in-order bytes to the decoder (or, after STARTTLS, to the
+// TLS flight timer).
+func (f *flow) deliver(dir mysqlproto.Direction, tsUS int64, data []byte) {
+	if f.inTLS {
+		f.tls.bytes(f, dir, tsUS, data)
+		return
+	}
+	f.dec.Feed(dir, tsUS, data)
+	if info := f.dec.Info(); info != nil && info.TLS {
+		f.startTLS()
+	}
+}

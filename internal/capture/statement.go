@@ -1,0 +1,115 @@
+package capture
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/mysqlproto"
+	"github.com/gapscope/gapscope/internal/sqltext"
+)
+
+// COM_* codes whose text is SQL (normalised into a digest).
+const (
+	comQuery       = 0x03
+	comStmtPrepare = 0x16
+	comStmtExecute = 0x17
+)
+
+// Notes attached to statements (static strings).
+const (
+	noteMidStream  = "capture started mid-connection"
+	noteIncomplete = "incomplete: the response did not complete before the connection ended"
+	noteNoText     = "statement text unknown: prepared before the capture started"
+	noteTLS        = "tls: no sql text"
+)
+
+func formatEndpoint(e endpoint) string {
+	return netip.AddrPortFrom(netip.AddrFrom16(e.ip).Unmap(), e.port).String()
+}
+
+// OnExchange turns one decoded exchange into a statement (mysqlproto.Handler).
+func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
+	retrans := f.retrans
+	f.retrans = 0
+	var stalls []event.Span
+	var stallUS int64
+	if ex.RespLast != 0 {
+		stalls, stallUS = f.win.stalls(ex.ReqLast, ex.RespLast)
+	}
+	if sqltext.IsOwn(ex.SQL) {
+		f.t.stats.OwnStatements++
+		return
+	}
+	s := f.newStatement(info)
+	s.Cmd = ex.CmdName
+	f.t.setSQL(s, ex)
+	setTimes(s, ex.ReqFirst, ex.ReqLast, ex.RespFirst, ex.RespLast)
+	s.Rows, s.ReqBytes, s.RespBytes = ex.Rows, ex.ReqBytes, ex.RespBytes
+	if ex.Err != nil {
+		s.Error = &event.Error{Code: ex.Err.Code, State: ex.Err.State, Msg: ex.Err.Msg}
+	}
+	setStalls(s, stalls, stallUS)
+	s.Retransmits = retrans
+	s.Notes = addNote(s.Notes, ex.Note)
+	if ex.Incomplete {
+		s.Notes = addNote(s.Notes, noteIncomplete)
+	}
+	if ex.Cmd == comStmtExecute && len(ex.SQL) == 0 {
+		s.Notes = addNote(s.Notes, noteNoText)
+	}
+	f.t.stats.Statements++
+	f.t.emit(s)
+}
+
+// newStatement fills what the connection knows.
+func (f *flow) newStatement(info *mysqlproto.ConnInfo) *event.Statement {
+	s := &event.Statement{Conn: f.conn}
+	if info != nil {
+		s.ConnID, s.User, s.DB = uint64(info.ConnID), info.User, info.DB
+	}
+	if f.midStream {
+		s.Notes = addNote(s.Notes, noteMidStream)
+	}
+	return s
+}
+
+func setTimes(s *event.Statement, reqFirst, reqLast, respFirst, respLast int64) {
+	s.TReqFirst, s.TReqLast, s.TRespFirst, s.TRespLast = reqFirst, reqLast, respFirst, respLast
+	s.RequestUS = reqLast - reqFirst
+	if respLast != 0 {
+		s.ClientUS = respLast - reqFirst
+	}
+}
+
+// setSQL fills SQL, Digest and DigestText. SQL is the digest text (literals
+// redacted) unless KeepLiterals; then COM_STMT_EXECUTE gets its parameters
+// interpolated into the prepared text.
+func (t *Tracker) setSQL(s *event.Statement, ex *mysqlproto.Exchange) {
+	if len(ex.SQL) == 0 {
+		return
+	}
+	switch ex.Cmd {
+	case comQuery, comStmtPrepare, comStmtExecute:
+	default:
+		s.SQL = string(ex.SQL) // a schema or table name: no literals
+		return
+	}
+	s.DigestText, s.Digest = t.norm.Normalize(ex.SQL)
+	switch {
+	case !t.opts.KeepLiterals:
+		s.SQL = s.DigestText
+	case ex.Cmd == comStmtExecute && ex.Params != nil:
+		t.sqlBuf = interpolateParams(t.sqlBuf[:0], ex.SQL, ex.Params)
+		s.SQL = string(t.sqlBuf)
+	default:
+		s.SQL = string(ex.SQL)
+	}
+}
+
+func addNote(notes []string, n string) []string {
+	if n == "" || slices.Contains(notes, n) {
+		return notes
+	}
+	return append(notes, n)
+}

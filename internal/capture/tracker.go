@@ -1,0 +1,217 @@
+package capture
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/mysqlproto"
+	"github.com/gapscope/gapscope/internal/sqltext"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// connDecoder is what a flow needs from mysqlproto.ConnDecoder; tests swap
+// in a recorder to check the bytes a flow delivers.
+type connDecoder interface {
+	Feed(dir mysqlproto.Direction, tsUS int64, data []byte)
+	Gap(dir mysqlproto.Direction, tsUS int64)
+	Close(tsUS int64)
+	Info() *mysqlproto.ConnInfo
+}
+
+// flowKey identifies a TCP connection regardless of direction: a is the
+// lower endpoint. It is a comparable value, so map lookups do not allocate.
+type flowKey struct{ a, b endpoint }
+
+func less(x, y *endpoint) bool {
+	if c := bytes.Compare(x.ip[:], y.ip[:]); c != 0 {
+		return c < 0
+	}
+	return x.port < y.port
+}
+
+// keyOf returns the flow key of p and whether p's source is endpoint a.
+func keyOf(p *packet) (flowKey, bool) {
+	if less(&p.dst, &p.src) {
+		return flowKey{p.dst, p.src}, false
+	}
+	return flowKey{p.src, p.dst}, true
+}
+
+// sweepEveryUS is how often (capture time) idle flows are looked for.
+const sweepEveryUS = 10_000_000
+
+// tombstoneUS is how long a closed flow is remembered, so that the last ACKs
+// after a FIN do not look like a new mid-stream connection.
+const tombstoneUS = 60_000_000
+
+// Tracker turns decoded TCP segments into statements. It is not safe for
+// concurrent use: one goroutine feeds it, and emit runs on that goroutine.
+type Tracker struct {
+	opts   Options
+	emit   func(*event.Statement)
+	newDec func(mysqlproto.Handler, mysqlproto.Options) connDecoder
+	norm   *sqltext.Normalizer
+	flows  map[flowKey]*flow
+	stats  Stats
+	notes  []string
+	pkt    packet
+	nowUS  int64
+	sweep  int64
+	sqlBuf []byte // scratch for parameter interpolation
+}
+
+// NewTracker returns a tracker that calls emit for every statement. emit runs
+// on the goroutine that feeds packets, so it must be fast (append to a
+// slice, send on a buffered channel): a slow emit stalls decoding and, live,
+// makes packets drop.
+func NewTracker(opts Options, emit func(*event.Statement)) *Tracker {
+	return &Tracker{
+		opts:   opts.withDefaults(),
+		emit:   emit,
+		newDec: newMySQLDecoder,
+		norm:   sqltext.NewNormalizer(10_000),
+		flows:  make(map[flowKey]*flow),
+	}
+}
+
+// Packet decodes one captured frame of link type lt, taken at tsUS (Unix
+// microseconds), and advances the connection it belongs to. data is only
+// read during the call.
+func (t *Tracker) Packet(lt layers.LinkType, tsUS int64, data []byte) {
+	t.stats.Packets++
+	t.stats.Bytes += int64(len(data))
+	p := &t.pkt
+	switch decodeFrame(lt, data, p) {
+	case resultTCP:
+	case resultFragment:
+		t.stats.Fragments++
+		return
+	case resultMalformed:
+		t.stats.Malformed++
+		return
+	default:
+		return
+	}
+	p.tsUS = tsUS
+	t.segment(p)
+}
+
+// segment routes one TCP segment to its flow.
+func (t *Tracker) segment(p *packet) {
+	if p.tsUS > t.nowUS {
+		t.nowUS = p.tsUS
+	}
+	if t.nowUS-t.sweep >= sweepEveryUS {
+		t.sweepIdle()
+	}
+	key, srcIsA := keyOf(p)
+	f := t.flows[key]
+	if f == nil || (f.state == stateClosed && p.flags&(tcpSYN|tcpACK) == tcpSYN) {
+		if f = t.newFlow(key, p); f == nil {
+			return
+		}
+	}
+	f.segment(p, srcIsA)
+}
+
+// newFlow starts tracking a connection, unless p cannot open one or the
+// table is full.
+func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
+	if p.flags&tcpRST != 0 || (p.flags&tcpFIN != 0 && len(p.payload) == 0) {
+		return nil // the tail of a connection we never saw
+	}
+	if old := t.flows[key]; old == nil && len(t.flows) >= t.opts.MaxFlows {
+		t.sweepIdle()
+		if len(t.flows) >= t.opts.MaxFlows {
+			t.stats.UntrackedPackets++
+			return nil
+		}
+	}
+	f := &flow{t: t, key: key}
+	f.half[0].wscale, f.half[1].wscale = -1, -1
+	t.flows[key] = f
+	return f
+}
+
+// sweepIdle closes connections idle longer than IdleTimeout and forgets old
+// tombstones.
+func (t *Tracker) sweepIdle() {
+	t.sweep = t.nowUS
+	idle := t.opts.IdleTimeout.Microseconds()
+	for k, f := range t.flows {
+		age := t.nowUS - f.lastUS
+		switch {
+		case f.state == stateClosed && age > tombstoneUS:
+			delete(t.flows, k)
+		case f.state != stateClosed && age > idle:
+			if f.state == stateMySQL {
+				t.stats.EvictedFlows++
+			}
+			f.close(t.nowUS)
+			delete(t.flows, k)
+		}
+	}
+}
+
+// Close ends every open connection at tsUS (end of file, end of capture):
+// pending exchanges are emitted as incomplete.
+func (t *Tracker) Close(tsUS int64) {
+	if tsUS < t.nowUS {
+		tsUS = t.nowUS
+	}
+	keys := make([]flowKey, 0, len(t.flows))
+	for k := range t.flows {
+		keys = append(keys, k)
+	}
+	// Deterministic order so that emitted statements do not depend on map
+	// iteration.
+	slices.SortFunc(keys, func(x, y flowKey) int {
+		if less(&x.a, &y.a) || (x.a == y.a && less(&x.b, &y.b)) {
+			return -1
+		}
+		return 1
+	})
+	for _, k := range keys {
+		t.flows[k].close(tsUS)
+		delete(t.flows, k)
+	}
+}
+
+// AddNote records a note that Stats returns.
+func (t *Tracker) AddNote(format string, a ...any) {
+	t.notes = append(t.notes, fmt.Sprintf(format, a...))
+}
+
+// Stats returns the counters so far, with notes explaining anything unusual.
+func (t *Tracker) Stats() Stats {
+	s := t.stats
+	s.Dropped = s.KernelDrops + s.QueueDrops
+	s.Notes = append(slices.Clone(t.notes), summaryNotes(&s)...)
+	return s
+}
+
+// summaryNotes turns unusual counters into sentences for the user.
+func summaryNotes(s *Stats) []string {
+	var n []string
+	add := func(c int64, format string) {
+		if c > 0 {
+			n = append(n, fmt.Sprintf(format, c))
+		}
+	}
+	add(s.MidStreamFlows, "%d connection(s) started before the capture: user, db and prepared statement texts may be unknown")
+	add(s.TLSFlows, "%d TLS connection(s): request/response timings only, no SQL text")
+	add(s.NonMySQLFlows, "%d TCP connection(s) ignored: not MySQL")
+	add(s.Fragments, "%d IP fragment(s) skipped")
+	add(s.Malformed, "%d malformed frame(s) skipped")
+	add(s.Gaps, "%d gap(s) in TCP streams (bytes not captured): decoder resynchronised")
+	add(s.UntrackedPackets, "%d packet(s) of untracked connections skipped: MaxFlows reached")
+	add(s.EvictedFlows, "%d idle connection(s) evicted")
+	add(s.Dropped, "%d packet(s) dropped during live capture")
+	return n
+}
+
+func (t *Tracker) isServerPort(port uint16) bool {
+	return slices.Contains(t.opts.Ports, port)
+}

@@ -1,0 +1,142 @@
+package collect
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Columns records which columns each table of a schema has on this server.
+// Readers build their SELECT lists from it, so that one reader serves
+// MariaDB, MySQL 5.7, 8.0 and 8.4, whose performance_schema tables differ.
+type Columns map[string]map[string]bool // upper-case table -> upper-case column
+
+// Has reports whether table has column.
+func (c Columns) Has(table, column string) bool {
+	return c[strings.ToUpper(table)][strings.ToUpper(column)]
+}
+
+// Table reports whether the table exists (has any column).
+func (c Columns) Table(table string) bool { return len(c[strings.ToUpper(table)]) > 0 }
+
+// Add records one column (used by LoadColumns and fixtures).
+func (c Columns) Add(table, column string) {
+	t := strings.ToUpper(table)
+	if c[t] == nil {
+		c[t] = map[string]bool{}
+	}
+	c[t][strings.ToUpper(column)] = true
+}
+
+// LoadColumns reads information_schema.COLUMNS for the given tables of schema.
+func LoadColumns(ctx context.Context, db queryer, schema string, tables ...string) (Columns, error) {
+	q := Mark + " SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ?"
+	if len(tables) > 0 {
+		q += " AND TABLE_NAME IN (" + quoteList(tables) + ")"
+	}
+	rows, err := db.QueryContext(ctx, q, schema)
+	if err != nil {
+		return nil, fmt.Errorf("reading information_schema.COLUMNS: %w", err)
+	}
+	defer rows.Close()
+	cols := Columns{}
+	for rows.Next() {
+		var t, c string
+		if err := rows.Scan(&t, &c); err != nil {
+			return nil, fmt.Errorf("reading information_schema.COLUMNS: %w", err)
+		}
+		cols.Add(t, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading information_schema.COLUMNS: %w", err)
+	}
+	return cols, nil
+}
+
+// ParseColumns reads a column-set fixture: lines "table: COL1,COL2,...";
+// '#' starts a comment.
+func ParseColumns(r io.Reader) (Columns, error) {
+	cols := Columns{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		t, list, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("column fixture line %d: want \"table: COL,...\"", n)
+		}
+		for _, c := range strings.Split(list, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				cols.Add(strings.TrimSpace(t), c)
+			}
+		}
+	}
+	return cols, sc.Err()
+}
+
+// field is one column a reader wants: its name, and how to store its text
+// value into the record R. Optional fields are left out of the SELECT when
+// the server lacks them; a missing required field is an error.
+type field[R any] struct {
+	name     string
+	optional bool
+	set      func(r *R, v []byte)
+}
+
+// selectList returns the fields of want that table has, in order, and the
+// SELECT list naming them.
+func selectList[R any](cols Columns, table string, want []field[R]) ([]field[R], string, error) {
+	var have []field[R]
+	var names []string
+	for _, f := range want {
+		if !cols.Has(table, f.name) {
+			if !f.optional {
+				return nil, "", fmt.Errorf("%s has no column %s (unsupported server version?)", table, f.name)
+			}
+			continue
+		}
+		have = append(have, f)
+		names = append(names, f.name)
+	}
+	return have, strings.Join(names, ", "), nil
+}
+
+// decodeRow stores one row's raw values (nil for NULL) into r.
+func decodeRow[R any](fields []field[R], vals [][]byte, r *R) {
+	for i, f := range fields {
+		if i < len(vals) && vals[i] != nil {
+			f.set(r, vals[i])
+		}
+	}
+}
+
+// Text-value parsers: the driver hands us column text; bad numbers read as 0
+// (a server never sends them, and a monitor must not fail on one row).
+func pU64(b []byte) uint64 {
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		f, _ := strconv.ParseFloat(string(b), 64)
+		return uint64(max(f, 0))
+	}
+	return n
+}
+
+func pI64(b []byte) int64 {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		f, _ := strconv.ParseFloat(string(b), 64)
+		return int64(f)
+	}
+	return n
+}
+
+func pBool(b []byte) bool {
+	s := string(b)
+	return s != "0" && !strings.EqualFold(s, "NO") && s != ""
+}

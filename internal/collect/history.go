@@ -1,0 +1,229 @@
+package collect
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// historyReader reads one performance_schema history table through a
+// ringCursor. It learns the table's columns and ring size on first use.
+type historyReader[R any] struct {
+	table   string // e.g. events_statements_history_long
+	sizeVar string // variable holding the ring size
+	want    []field[R]
+	key     func(*R) eventKey
+	setConn func(*R, uint64) // stores threads.PROCESSLIST_ID; nil: no join
+	// incremental asks the server only for rows inside the cursor's
+	// TIMER_END window instead of the whole table. Only for tables whose
+	// rows share one timer: waits mix timers (idle runs on its own).
+	incremental bool
+	minSlack    uint64
+
+	ready   bool
+	fields  []field[R]
+	query   string
+	ring    *ringCursor
+	checkAt int // len(ring.marks) at which ended threads are next looked for
+	stats   CursorStats
+}
+
+// CursorStats describes what a history cursor has read.
+type CursorStats struct {
+	Incremental bool  `json:"incremental"`
+	Polls       int64 `json:"polls"`
+	// RowsRead counts the rows the server sent, RowsNew those returned as
+	// new (before a StatementCursor drops gapscope's own); LastRead is
+	// RowsRead of the last poll.
+	RowsRead int64 `json:"rows_read"`
+	RowsNew  int64 `json:"rows_new"`
+	LastRead int   `json:"last_read"`
+	// Marks is how many threads the cursor remembers.
+	Marks int `json:"marks"`
+	// SlackUS is how far below the highest TIMER_END returned the next
+	// read starts; MaxLateUS the latest a row was seen to become visible
+	// after a row of another thread that ended later.
+	SlackUS   int64 `json:"slack_us"`
+	MaxLateUS int64 `json:"max_late_us"`
+}
+
+// markCheckMin is the number of remembered threads below which an
+// incremental reader does not look for ended threads.
+const markCheckMin = 256
+
+func newHistoryReader[R any](table, kind string, want []field[R], key func(*R) eventKey, setConn func(*R, uint64)) (*historyReader[R], error) {
+	if table != "events_"+kind+"_history" && table != "events_"+kind+"_history_long" {
+		return nil, fmt.Errorf("collect: %q is not events_%s_history or events_%s_history_long", table, kind, kind)
+	}
+	return &historyReader[R]{
+		table:   table,
+		sizeVar: "performance_schema_" + table + "_size",
+		want:    want,
+		key:     key,
+		setConn: setConn,
+	}, nil
+}
+
+func (h *historyReader[R]) prepare(ctx context.Context, db queryer) error {
+	if h.ready {
+		return nil
+	}
+	cols, err := LoadColumns(ctx, db, "performance_schema", h.table)
+	if err != nil {
+		return err
+	}
+	if !cols.Table(h.table) {
+		return fmt.Errorf("performance_schema.%s does not exist (performance_schema off or too old?)", h.table)
+	}
+	fields, list, err := selectList(cols, h.table, h.want)
+	if err != nil {
+		return err
+	}
+	h.fields = fields
+	h.query = h.buildQuery(list)
+	vars, err := variablesLike(ctx, db, []string{h.sizeVar})
+	if err != nil {
+		return err
+	}
+	long, size := strings.HasSuffix(h.table, "_long"), atoiOr(vars[h.sizeVar], 0)
+	if h.incremental {
+		h.ring = newIncrementalCursor(long, size, h.minSlack)
+	} else {
+		h.ring = newRingCursor(long, size)
+	}
+	h.checkAt = markCheckMin
+	h.ready = true
+	return nil
+}
+
+func (h *historyReader[R]) buildQuery(list string) string {
+	cols := strings.Split(list, ", ")
+	for i, c := range cols {
+		cols[i] = "h." + c
+	}
+	q := Mark + " SELECT " + strings.Join(cols, ", ")
+	if h.setConn != nil {
+		q += ", t.PROCESSLIST_ID FROM performance_schema." + h.table +
+			" h LEFT JOIN performance_schema.threads t ON t.THREAD_ID = h.THREAD_ID"
+	} else {
+		q += " FROM performance_schema." + h.table + " h"
+	}
+	return q
+}
+
+// read returns the rows new since the last read and the estimated count of
+// rows the ring dropped unread.
+func (h *historyReader[R]) read(ctx context.Context, db queryer) ([]R, int64, error) {
+	if err := h.prepare(ctx, db); err != nil {
+		return nil, 0, err
+	}
+	q := h.query
+	if cond := h.ring.window().sql("h.TIMER_END"); cond != "" {
+		q += " WHERE " + cond
+	}
+	all, err := h.readAll(ctx, db, q)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading performance_schema.%s: %w", h.table, err)
+	}
+	keys := make([]eventKey, len(all))
+	for i := range all {
+		keys[i] = h.key(&all[i])
+	}
+	fresh, lost := h.ring.advance(keys)
+	out := make([]R, 0, len(fresh))
+	for _, i := range fresh {
+		out = append(out, all[i])
+	}
+	h.count(len(all), len(fresh))
+	if h.incremental && len(h.ring.marks) >= h.checkAt {
+		h.forgetEnded(ctx, db)
+	}
+	return out, lost, nil
+}
+
+func (h *historyReader[R]) count(read, fresh int) {
+	h.stats.Polls++
+	h.stats.RowsRead += int64(read)
+	h.stats.RowsNew += int64(fresh)
+	h.stats.LastRead = read
+}
+
+// cursorStats returns what the reader has read so far.
+func (h *historyReader[R]) cursorStats() CursorStats {
+	st := h.stats
+	st.Incremental = h.incremental
+	if h.ring != nil {
+		st.Marks = len(h.ring.marks)
+		if w := h.ring.inc; w != nil {
+			st.SlackUS = int64(w.slack() / PicosPerMicro)
+			st.MaxLateUS = int64(w.maxLate / PicosPerMicro)
+		}
+	}
+	return st
+}
+
+// forgetEnded bounds the marks of an incremental reader, which keeps the
+// marks of threads absent from a read: it drops those of threads that have
+// ended. It runs when the marks have doubled since the last time, so its
+// cost is amortised over the threads that came and went. A failure leaves
+// the marks as they are (the next poll tries again): the rows were read.
+func (h *historyReader[R]) forgetEnded(ctx context.Context, db queryer) {
+	alive, err := liveThreads(ctx, db)
+	if err != nil {
+		return
+	}
+	h.ring.forget(func(t uint64) bool { return alive[t] })
+	h.checkAt = max(2*len(h.ring.marks), markCheckMin)
+}
+
+func liveThreads(ctx context.Context, db queryer) (map[uint64]bool, error) {
+	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID FROM performance_schema.threads")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	alive := map[uint64]bool{}
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		alive[id] = true
+	}
+	return alive, rows.Err()
+}
+
+func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([]R, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	n := len(h.fields)
+	if h.setConn != nil {
+		n++
+	}
+	raw := make([]sql.RawBytes, n)
+	dest := make([]any, n)
+	vals := make([][]byte, n)
+	for i := range raw {
+		dest[i] = &raw[i]
+	}
+	var out []R
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		for i, b := range raw {
+			vals[i] = b // nil for NULL
+		}
+		var r R
+		decodeRow(h.fields, vals, &r)
+		if h.setConn != nil && vals[n-1] != nil {
+			h.setConn(&r, pU64(vals[n-1]))
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

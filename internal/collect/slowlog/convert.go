@@ -1,0 +1,111 @@
+package slowlog
+
+import (
+	"strings"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
+)
+
+// ConvertOptions configure a Converter.
+type ConvertOptions struct {
+	// KeepLiterals puts the raw statement text in Statement.SQL; by default
+	// SQL is the digest text, literals redacted.
+	KeepLiterals bool
+	// CacheSize bounds the normalizer's cache (sqltext default when zero).
+	CacheSize int
+}
+
+// maxInterned bounds the user/database/command strings kept for reuse.
+const maxInterned = 10_000
+
+// Converter turns events into gapscope statement events. It reuses its
+// buffers and caches, so it is not safe for concurrent use.
+type Converter struct {
+	norm   *sqltext.Normalizer
+	keep   bool
+	intern map[string]string
+}
+
+// NewConverter returns a Converter.
+func NewConverter(opts ConvertOptions) *Converter {
+	return &Converter{
+		norm:   sqltext.NewNormalizer(opts.CacheSize),
+		keep:   opts.KeepLiterals,
+		intern: make(map[string]string),
+	}
+}
+
+// Statement fills dst from ev (overwriting every field) and reports whether
+// it is a statement to report: gapscope's own statements are not. Strings
+// are shared and immutable, so dst may be kept; with the default options it
+// allocates nothing for a statement text seen before.
+func (c *Converter) Statement(ev *Event, dst *event.Statement) bool {
+	if sqltext.IsOwn(ev.Query) {
+		return false
+	}
+	*dst = event.Statement{
+		ConnID:       ev.ConnID,
+		User:         c.str(ev.User),
+		DB:           c.str(ev.Schema),
+		Cmd:          "COM_QUERY",
+		TReqFirst:    ev.StartUS,
+		ServerUS:     ev.QueryTimeUS,
+		LockUS:       ev.LockTimeUS,
+		Rows:         ev.RowsSent,
+		RowsExamined: ev.RowsExamined,
+		RespBytes:    ev.BytesSent,
+		ReqBytes:     ev.BytesRecv,
+	}
+	if ev.Admin {
+		dst.Cmd = c.adminCmd(ev.AdminCommand)
+	}
+	dst.DigestText, dst.Digest = c.norm.Normalize(ev.Query)
+	dst.SQL = dst.DigestText
+	if c.keep || ev.Admin {
+		dst.SQL = string(ev.Query)
+	}
+	if ev.Errno != 0 {
+		dst.Error = &event.Error{Code: uint16(ev.Errno)}
+	}
+	if len(ev.Notes) > 0 {
+		dst.Notes = append([]string(nil), ev.Notes...)
+	}
+	return true
+}
+
+// str returns b as a string, shared between events with the same value.
+func (c *Converter) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := c.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(c.intern) < maxInterned {
+		c.intern[s] = s
+	}
+	return s
+}
+
+// adminCommands maps the names the server writes in "# administrator
+// command: X;" to the protocol command names gapscope uses elsewhere.
+var adminCommands = map[string]string{
+	"Quit": "COM_QUIT", "Init DB": "COM_INIT_DB", "Field List": "COM_FIELD_LIST",
+	"Refresh": "COM_REFRESH", "Shutdown": "COM_SHUTDOWN", "Statistics": "COM_STATISTICS",
+	"Processlist": "COM_PROCESS_INFO", "Connect": "COM_CONNECT", "Kill": "COM_PROCESS_KILL",
+	"Debug": "COM_DEBUG", "Ping": "COM_PING", "Change user": "COM_CHANGE_USER",
+	"Binlog Dump": "COM_BINLOG_DUMP", "Register Slave": "COM_REGISTER_SLAVE",
+	"Prepare": "COM_STMT_PREPARE", "Execute": "COM_STMT_EXECUTE",
+	"Long Data": "COM_STMT_SEND_LONG_DATA", "Close stmt": "COM_STMT_CLOSE",
+	"Reset stmt": "COM_STMT_RESET", "Set option": "COM_SET_OPTION", "Fetch": "COM_STMT_FETCH",
+	"Reset connection": "COM_RESET_CONNECTION", "Binlog Dump GTID": "COM_BINLOG_DUMP_GTID",
+}
+
+func (c *Converter) adminCmd(name []byte) string {
+	if cmd, ok := adminCommands[string(name)]; ok {
+		return cmd
+	}
+	return c.str([]byte("COM_" + strings.ToUpper(strings.ReplaceAll(string(name), " ", "_"))))
+}

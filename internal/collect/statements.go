@@ -1,0 +1,166 @@
+package collect
+
+import (
+	"context"
+	"strings"
+)
+
+// statementFields lists the statement history columns gapscope reads.
+// Optional ones are absent on some servers: NESTING_EVENT_LEVEL before MySQL
+// 5.7 / in old MariaDB, CPU_TIME before MySQL 8.0.28 and in MariaDB.
+var statementFields = []field[ServerStatement]{
+	{name: "THREAD_ID", set: func(r *ServerStatement, v []byte) { r.ThreadID = pU64(v) }},
+	{name: "EVENT_ID", set: func(r *ServerStatement, v []byte) { r.EventID = pU64(v) }},
+	{name: "END_EVENT_ID", optional: true, set: func(r *ServerStatement, v []byte) { r.EndEventID = pU64(v) }},
+	{name: "EVENT_NAME", set: func(r *ServerStatement, v []byte) { r.EventName = string(v) }},
+	{name: "TIMER_START", set: func(r *ServerStatement, v []byte) { r.TimerStart = pU64(v) }},
+	{name: "TIMER_END", set: func(r *ServerStatement, v []byte) { r.TimerEnd = pU64(v) }},
+	{name: "TIMER_WAIT", set: func(r *ServerStatement, v []byte) { r.TimerWait = pU64(v) }},
+	{name: "LOCK_TIME", optional: true, set: func(r *ServerStatement, v []byte) { r.LockTimePS = pU64(v) }},
+	{name: "SQL_TEXT", set: func(r *ServerStatement, v []byte) { r.SQLText = string(v) }},
+	{name: "DIGEST", optional: true, set: func(r *ServerStatement, v []byte) { r.Digest = string(v) }},
+	{name: "DIGEST_TEXT", optional: true, set: func(r *ServerStatement, v []byte) { r.DigestText = string(v) }},
+	{name: "CURRENT_SCHEMA", optional: true, set: func(r *ServerStatement, v []byte) { r.Schema = string(v) }},
+	{name: "MYSQL_ERRNO", optional: true, set: func(r *ServerStatement, v []byte) { r.MySQLErrno = int(pI64(v)) }},
+	{name: "RETURNED_SQLSTATE", optional: true, set: func(r *ServerStatement, v []byte) { r.SQLState = string(v) }},
+	{name: "MESSAGE_TEXT", optional: true, set: func(r *ServerStatement, v []byte) { r.MessageText = string(v) }},
+	{name: "ERRORS", optional: true, set: func(r *ServerStatement, v []byte) { r.Errors = pI64(v) }},
+	{name: "WARNINGS", optional: true, set: func(r *ServerStatement, v []byte) { r.Warnings = pI64(v) }},
+	{name: "ROWS_AFFECTED", optional: true, set: func(r *ServerStatement, v []byte) { r.RowsAffected = pI64(v) }},
+	{name: "ROWS_SENT", optional: true, set: func(r *ServerStatement, v []byte) { r.RowsSent = pI64(v) }},
+	{name: "ROWS_EXAMINED", optional: true, set: func(r *ServerStatement, v []byte) { r.RowsExamined = pI64(v) }},
+	{name: "CREATED_TMP_DISK_TABLES", optional: true, set: func(r *ServerStatement, v []byte) { r.CreatedTmpDiskTables = pI64(v) }},
+	{name: "CREATED_TMP_TABLES", optional: true, set: func(r *ServerStatement, v []byte) { r.CreatedTmpTables = pI64(v) }},
+	{name: "SELECT_FULL_JOIN", optional: true, set: func(r *ServerStatement, v []byte) { r.SelectFullJoin = pI64(v) }},
+	{name: "SELECT_SCAN", optional: true, set: func(r *ServerStatement, v []byte) { r.SelectScan = pI64(v) }},
+	{name: "SORT_ROWS", optional: true, set: func(r *ServerStatement, v []byte) { r.SortRows = pI64(v) }},
+	{name: "NO_INDEX_USED", optional: true, set: func(r *ServerStatement, v []byte) { r.NoIndexUsed = pBool(v) }},
+	{name: "NO_GOOD_INDEX_USED", optional: true, set: func(r *ServerStatement, v []byte) { r.NoGoodIndexUsed = pBool(v) }},
+	{name: "NESTING_EVENT_ID", optional: true, set: func(r *ServerStatement, v []byte) { r.NestingEventID = pU64(v) }},
+	{name: "NESTING_EVENT_TYPE", optional: true, set: func(r *ServerStatement, v []byte) { r.NestingType = string(v) }},
+	{name: "NESTING_EVENT_LEVEL", optional: true, set: func(r *ServerStatement, v []byte) { r.NestingLevel = int(pI64(v)) }},
+	{name: "CPU_TIME", optional: true, set: func(r *ServerStatement, v []byte) { r.CPUTimePS = pU64(v) }},
+}
+
+// StatementCursor reads events_statements_history_long or
+// events_statements_history incrementally: each Poll returns only statements
+// that completed since the previous Poll, never one twice, with gapscope's
+// own statements (and every statement of a connection gapscope used)
+// dropped, and counts statements the ring buffer lost before they were read.
+// Not safe for concurrent use.
+type StatementCursor struct {
+	table string
+	r     *historyReader[ServerStatement]
+	err   error
+	own   map[uint64]bool // threads that ran a statement of ours
+	conns map[uint64]uint64
+	// Lost is the running total of statements lost to ring-buffer wrap.
+	Lost int64
+}
+
+// NewStatementCursor returns a cursor over table, which must be
+// "events_statements_history_long" or "events_statements_history". After
+// its first read it asks the server only for rows that ended after the
+// last ones it returned (minus a slack for rows that become visible late),
+// not for the whole table.
+func NewStatementCursor(table string) *StatementCursor {
+	return newStatementCursor(table, true)
+}
+
+// newStatementCursor returns a cursor that reads incrementally or, for
+// comparison in tests and benchmarks, the whole table on every poll.
+func newStatementCursor(table string, incremental bool) *StatementCursor {
+	c := &StatementCursor{table: table, own: map[uint64]bool{}, conns: map[uint64]uint64{}}
+	c.r, c.err = newHistoryReader(table, "statements", statementFields,
+		func(s *ServerStatement) eventKey { return eventKey{s.ThreadID, s.EventID, s.EndEventID, s.TimerEnd} },
+		func(s *ServerStatement, id uint64) { s.ConnID = id })
+	if c.err == nil {
+		c.r.incremental, c.r.minSlack = incremental, defaultMinSlack
+	}
+	return c
+}
+
+// Stats returns what the cursor has read: rows the server sent and rows
+// new, the incremental window's slack and the lateness it observed.
+func (c *StatementCursor) Stats() CursorStats {
+	if c.r == nil {
+		return CursorStats{}
+	}
+	return c.r.cursorStats()
+}
+
+// Table returns the table the cursor reads.
+func (c *StatementCursor) Table() string { return c.table }
+
+// Prime reads the table once and discards what is there, so that the next
+// Poll returns only statements that complete after this call.
+func (c *StatementCursor) Prime(ctx context.Context, db queryer) error {
+	_, _, err := c.Poll(ctx, db, Clock{})
+	return err
+}
+
+// Poll returns the statements completed since the last Poll (all of the
+// table's on the first), times converted with clock (StartUS/EndUS stay 0
+// when clock has no origin), and how many statements the ring lost.
+func (c *StatementCursor) Poll(ctx context.Context, db queryer, clock Clock) ([]ServerStatement, int64, error) {
+	if c.err != nil {
+		return nil, 0, c.err
+	}
+	rows, lost, err := c.r.read(ctx, db)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.Lost += lost
+	c.markOwn(rows)
+	out := rows[:0]
+	for _, s := range rows {
+		if c.own[s.ThreadID] {
+			continue
+		}
+		c.fillConn(&s)
+		if clock.OriginUS != 0 {
+			s.StartUS, s.EndUS = clock.UnixMicros(s.TimerStart), clock.UnixMicros(s.TimerEnd)
+		}
+		out = append(out, s)
+	}
+	c.prune()
+	return out, lost, nil
+}
+
+// markOwn records threads that ran our statements. A connection of ours
+// also sends COM_PING, COM_QUIT and driver statements without the marker,
+// so the whole thread is dropped, not only the marked statements.
+func (c *StatementCursor) markOwn(rows []ServerStatement) {
+	for _, s := range rows {
+		if IsOwnSQL(s.SQLText) {
+			c.own[s.ThreadID] = true
+		}
+	}
+}
+
+// fillConn keeps the connection id of a thread that has ended since its
+// statement completed (the threads row is gone by the time we read).
+func (c *StatementCursor) fillConn(s *ServerStatement) {
+	if s.ConnID != 0 {
+		c.conns[s.ThreadID] = s.ConnID
+	} else {
+		s.ConnID = c.conns[s.ThreadID]
+	}
+}
+
+// prune bounds the per-thread maps to threads the ring still knows.
+func (c *StatementCursor) prune() {
+	for t := range c.own {
+		if _, ok := c.r.ring.marks[t]; !ok {
+			delete(c.own, t)
+		}
+	}
+	for t := range c.conns {
+		if _, ok := c.r.ring.marks[t]; !ok {
+			delete(c.conns, t)
+		}
+	}
+}
+
+// IsOwnSQL reports whether a statement text carries gapscope's marker.
+func IsOwnSQL(sql string) bool { return strings.Contains(sql, Mark) }

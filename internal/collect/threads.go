@@ -1,0 +1,87 @@
+package collect
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Threads maps performance_schema THREAD_ID to PROCESSLIST_ID (the
+// connection id a client sees in its handshake) for foreground threads.
+func Threads(ctx context.Context, db queryer) (map[uint64]uint64, error) {
+	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads WHERE PROCESSLIST_ID IS NOT NULL")
+	if err != nil {
+		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+	}
+	defer rows.Close()
+	out := map[uint64]uint64{}
+	for rows.Next() {
+		var tid, pid uint64
+		if err := rows.Scan(&tid, &pid); err != nil {
+			return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+		}
+		out[tid] = pid
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+	}
+	return out, nil
+}
+
+// OwnThreadID returns the performance_schema THREAD_ID of the connection
+// conn is using (MariaDB has no PS_CURRENT_THREAD_ID()).
+func OwnThreadID(ctx context.Context, conn queryer) (uint64, error) {
+	var tid uint64
+	err := conn.QueryRowContext(ctx, Mark+" SELECT THREAD_ID FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()").Scan(&tid)
+	if err != nil {
+		return 0, fmt.Errorf("reading own thread id: %w", err)
+	}
+	return tid, nil
+}
+
+// Processlist reads information_schema.PROCESSLIST. TimeMS uses TIME_MS
+// where the server has it (MariaDB, Percona), else TIME in whole seconds.
+func Processlist(ctx context.Context, db queryer) ([]Process, error) {
+	cols, err := LoadColumns(ctx, db, "information_schema", "PROCESSLIST")
+	if err != nil {
+		return nil, err
+	}
+	timeExpr := "TIME * 1000"
+	if cols.Has("PROCESSLIST", "TIME_MS") {
+		timeExpr = "TIME_MS"
+	}
+	rows, err := db.QueryContext(ctx, Mark+" SELECT ID, USER, HOST, DB, COMMAND, "+timeExpr+", STATE, INFO FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()")
+	if err != nil {
+		return nil, fmt.Errorf("reading processlist: %w", err)
+	}
+	defer rows.Close()
+	var out []Process
+	for rows.Next() {
+		p, err := scanProcess(rows)
+		if err != nil {
+			return nil, fmt.Errorf("reading processlist: %w", err)
+		}
+		if strings.Contains(p.Info, Mark) {
+			continue
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading processlist: %w", err)
+	}
+	return out, nil
+}
+
+func scanProcess(rows *sql.Rows) (Process, error) {
+	var p Process
+	var user, host, db, cmd, state, info sql.NullString
+	var timeMS sql.NullFloat64
+	if err := rows.Scan(&p.ID, &user, &host, &db, &cmd, &timeMS, &state, &info); err != nil {
+		return p, err
+	}
+	p.User, p.Host, p.DB, p.Command = user.String, host.String, db.String, cmd.String
+	p.State, p.Info = state.String, info.String
+	p.TimeMS = int64(timeMS.Float64)
+	return p, nil
+}

@@ -1,0 +1,265 @@
+// Package collect reads what the server records: performance_schema
+// statements, stages, waits, threads, digests; global status and variables;
+// processlist; MariaDB thread-pool tables; InnoDB persistent statistics; slow
+// logs (subpackage slowlog). Each reader is small, flavour-gated, and reports
+// its own duration and success.
+package collect
+
+import "math"
+
+// Picoseconds per unit: performance_schema TIMER_* columns are picoseconds.
+const (
+	PicosPerMicro = 1_000_000
+	PicosPerSec   = 1_000_000_000_000
+)
+
+// ServerStatement is one row of events_statements_history(_long) (or
+// _current), with its times converted to the wall clock by a Clock.
+type ServerStatement struct {
+	ThreadID   uint64
+	EventID    uint64
+	EndEventID uint64
+	ConnID     uint64 // threads.PROCESSLIST_ID; 0 for background threads
+	EventName  string // statement/sql/select, statement/com/Execute, ...
+	SQLText    string
+	Digest     string
+	DigestText string
+	Schema     string
+	// TimerStart/TimerEnd/TimerWait are raw picoseconds since server start.
+	TimerStart, TimerEnd, TimerWait uint64
+	// StartUS/EndUS are Unix microseconds (0 until calibrated).
+	StartUS, EndUS int64
+	RowsSent       int64
+	RowsExamined   int64
+	RowsAffected   int64
+	Errors         int64
+	MySQLErrno     int
+	LockTimePS     uint64
+	NestingLevel   int // NESTING_EVENT_LEVEL (MySQL 8) / 0 when absent
+	NestingType    string
+	// NestingEventID is the parent event (a CALL for statements of a stored
+	// program); 0 for top-level statements.
+	NestingEventID       uint64
+	Warnings             int64
+	SQLState             string
+	MessageText          string
+	CreatedTmpDiskTables int64
+	CreatedTmpTables     int64
+	SelectFullJoin       int64
+	SelectScan           int64
+	SortRows             int64
+	NoIndexUsed          bool
+	NoGoodIndexUsed      bool
+	CPUTimePS            uint64 // MySQL 8.0.28+; 0 elsewhere
+}
+
+// Clock converts performance_schema picosecond timers into Unix time.
+// OriginUS is the Unix microsecond at which the timers read 0.
+type Clock struct {
+	OriginUS int64
+	// ErrorUS is the calibration's uncertainty (half the marker round trip).
+	ErrorUS int64
+	// CalibratedAtUS is when the origin was measured.
+	CalibratedAtUS int64
+	// ServerOffsetUS is the server's own wall clock minus ours, from
+	// UNIX_TIMESTAMP(NOW(6)) of the marker (a cross-check: a large value
+	// means the server's clock differs, not that the calibration is off).
+	ServerOffsetUS int64
+	// Samples is how many marker round trips were used.
+	Samples int
+	// Wait converts wait timers, which run on their own timer (CYCLE on
+	// MariaDB by default) with their own origin and rate. Zero value: waits
+	// share the statement timer.
+	Wait WaitClock
+}
+
+// WaitClock maps wait TIMER_* values to Unix microseconds:
+// us = OriginUS + ps/1e6 * Rate. Rate 0 means 1.
+type WaitClock struct {
+	Timer    string  // setup_timers TIMER_NAME for waits ("NANOSECOND", "CYCLE", ...)
+	Set      bool    // OriginUS/Rate were measured
+	OriginUS int64   // Unix µs at which the wait timer reads 0
+	Rate     float64 // wall µs per timer µs
+}
+
+// WaitMicros converts a wait timer value into Unix microseconds.
+func (c Clock) WaitMicros(ps uint64) int64 {
+	if !c.Wait.Set {
+		return c.UnixMicros(ps)
+	}
+	rate := c.Wait.Rate
+	if rate == 0 {
+		rate = 1
+	}
+	return c.Wait.OriginUS + int64(math.Round(float64(ps/PicosPerMicro)*rate))
+}
+
+// UnixMicros converts a picosecond timer value into Unix microseconds.
+func (c Clock) UnixMicros(ps uint64) int64 {
+	return c.OriginUS + int64(ps/PicosPerMicro)
+}
+
+// Mark is the comment every gapscope query carries, so that gapscope can drop
+// its own statements from what it reports (DESIGN §6).
+const Mark = "/* gapscope */"
+
+// ServerInfo describes the server gapscope is connected to: enough to gate
+// collectors by flavour and version and to audit instrumentation.
+type ServerInfo struct {
+	Flavor         string `json:"flavor"` // "mariadb", "mysql" or "percona"
+	Version        string `json:"version"`
+	VersionComment string `json:"version_comment,omitempty"`
+	Major          int    `json:"major"`
+	Minor          int    `json:"minor"`
+	Patch          int    `json:"patch"`
+	Hostname       string `json:"hostname,omitempty"`
+	CurrentUser    string `json:"current_user,omitempty"`
+	ConnectionID   uint64 `json:"connection_id"`
+	UptimeS        int64  `json:"uptime_s"`
+
+	PerformanceSchema bool `json:"performance_schema"`
+	// HistorySize and HistoryLongSize are the per-thread and global ring
+	// sizes of events_statements_history(_long); -1 when unknown.
+	HistorySize     int `json:"history_size"`
+	HistoryLongSize int `json:"history_long_size"`
+	// Timers maps setup_timers NAME -> TIMER_NAME (empty where the table
+	// does not exist, MySQL 8.0+, whose timers are fixed).
+	Timers map[string]string `json:"timers,omitempty"`
+
+	ThreadHandling   string `json:"thread_handling,omitempty"`
+	ThreadPool       bool   `json:"thread_pool"`        // connections are served by a thread pool
+	ThreadPoolTables bool   `json:"thread_pool_tables"` // information_schema.THREAD_POOL_* exist
+	ThreadPoolSize   int    `json:"thread_pool_size,omitempty"`
+	ExtraPort        int    `json:"extra_port,omitempty"`
+}
+
+// AtLeast reports whether the server version is >= major.minor.patch.
+func (s ServerInfo) AtLeast(major, minor, patch int) bool {
+	if s.Major != major {
+		return s.Major > major
+	}
+	if s.Minor != minor {
+		return s.Minor > minor
+	}
+	return s.Patch >= patch
+}
+
+// MariaDB reports whether the server is MariaDB.
+func (s ServerInfo) MariaDB() bool { return s.Flavor == "mariadb" }
+
+// ServerStage is one row of events_stages_history(_long).
+type ServerStage struct {
+	ThreadID, EventID, EndEventID   uint64
+	EventName                       string
+	TimerStart, TimerEnd, TimerWait uint64
+	StartUS, EndUS                  int64
+	NestingEventID                  uint64
+	WorkCompleted, WorkEstimated    int64
+}
+
+// ServerWait is one row of events_waits_history(_long). Its times use the
+// wait timer, which may differ from the statement timer (see Clock.Wait).
+type ServerWait struct {
+	ThreadID, EventID, EndEventID   uint64
+	EventName                       string
+	Source                          string
+	TimerStart, TimerEnd, TimerWait uint64
+	StartUS, EndUS                  int64
+	Spins                           int64
+	ObjectSchema, ObjectName        string
+	ObjectType, IndexName           string
+	NestingEventID                  uint64
+	NestingEventType                string
+	Operation                       string
+	NumberOfBytes                   int64
+}
+
+// Process is one row of the processlist.
+type Process struct {
+	ID      uint64 `json:"id"`
+	User    string `json:"user"`
+	Host    string `json:"host"` // ip:port for TCP clients, "localhost" for sockets
+	DB      string `json:"db,omitempty"`
+	Command string `json:"command"`
+	TimeMS  int64  `json:"time_ms"`
+	State   string `json:"state,omitempty"`
+	Info    string `json:"info,omitempty"`
+}
+
+// PoolGroup is one row of MariaDB's information_schema.THREAD_POOL_GROUPS.
+type PoolGroup struct {
+	GroupID        int  `json:"group_id"`
+	Connections    int  `json:"connections"`
+	Threads        int  `json:"threads"`
+	ActiveThreads  int  `json:"active_threads"`
+	StandbyThreads int  `json:"standby_threads"`
+	QueueLength    int  `json:"queue_length"`
+	HasListener    bool `json:"has_listener"`
+	IsStalled      bool `json:"is_stalled"`
+}
+
+// PoolQueued is one row of THREAD_POOL_QUEUES: a connection waiting for a
+// worker of its group.
+type PoolQueued struct {
+	GroupID      int    `json:"group_id"`
+	Position     int    `json:"position"`
+	Priority     int    `json:"priority"`
+	ConnectionID uint64 `json:"connection_id"`
+	QueueingUS   int64  `json:"queueing_us"`
+}
+
+// PoolStats is one row of THREAD_POOL_STATS (counters since start).
+type PoolStats struct {
+	GroupID                   int   `json:"group_id"`
+	ThreadCreations           int64 `json:"thread_creations"`
+	ThreadCreationsDueToStall int64 `json:"thread_creations_due_to_stall"`
+	Wakes                     int64 `json:"wakes"`
+	WakesDueToStall           int64 `json:"wakes_due_to_stall"`
+	Throttles                 int64 `json:"throttles"`
+	Stalls                    int64 `json:"stalls"`
+	PollsByListener           int64 `json:"polls_by_listener"`
+	PollsByWorker             int64 `json:"polls_by_worker"`
+	DequeuesByListener        int64 `json:"dequeues_by_listener"`
+	DequeuesByWorker          int64 `json:"dequeues_by_worker"`
+}
+
+// Digest is one row of events_statements_summary_by_digest. Columns a server
+// lacks (MariaDB has no quantiles, CPU or sample text) stay zero.
+type Digest struct {
+	Schema, Digest, DigestText string
+	CountStar                  int64
+	SumTimerWait, MinTimerWait uint64
+	AvgTimerWait, MaxTimerWait uint64
+	SumLockTime                uint64
+	SumErrors, SumWarnings     int64
+	SumRowsAffected            int64
+	SumRowsSent                int64
+	SumRowsExamined            int64
+	SumCreatedTmpDiskTables    int64
+	SumSelectScan              int64
+	SumNoIndexUsed             int64
+	SumCPUTime                 uint64 // MySQL 8.0.28+
+	Quantile95, Quantile99     uint64 // MySQL 8.0+
+	Quantile999                uint64
+	QuerySampleText            string // MySQL 8.0+
+	FirstSeen, LastSeen        string
+}
+
+// TableStats is one row of mysql.innodb_table_stats.
+type TableStats struct {
+	Database, Table      string
+	LastUpdate           string
+	NRows                int64
+	ClusteredIndexSize   int64
+	SumOfOtherIndexSizes int64
+}
+
+// IndexStat is one row of mysql.innodb_index_stats.
+type IndexStat struct {
+	Database, Table, Index string
+	LastUpdate             string
+	StatName               string
+	StatValue              int64
+	SampleSize             int64 // -1 when NULL
+	StatDescription        string
+}

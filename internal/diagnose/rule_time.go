@@ -1,0 +1,108 @@
+package diagnose
+
+import (
+	"fmt"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// slowParts returns the joined statements at least l.SlowUS slow at the
+// client and their summed parts: SERVER_EXEC and NETWORK explain only slow
+// statements, so a healthy window of fast ones stays silent.
+func slowParts(w *Window) ([]*event.Statement, parts) {
+	l := w.limits()
+	var slow []*event.Statement
+	var sum parts
+	for _, s := range joined(w) {
+		if s.ClientUS >= l.SlowUS {
+			slow = append(slow, s)
+			sum.add(s)
+		}
+	}
+	return slow, sum
+}
+
+// slowMatters: slow statements' execution is worth a finding when they are not rare
+// outliers of a healthy load (measured here: sysbench on 2 loaded cores has
+// ~0.5% of statements, COMMITs waiting on fsync, over 100 ms, none near a
+// second), or when one took a second or more.
+func slowMatters(slow []*event.Statement, all int) bool {
+	var maxUS int64
+	for _, s := range slow {
+		maxUS = max(maxUS, s.ClientUS)
+	}
+	return len(slow) > 0 && (float64(len(slow)) >= minSlowShare*float64(all) || maxUS >= 1_000_000)
+}
+
+// minSlowShare is the share of statements that must be slow.
+const minSlowShare = 0.01
+
+// checkServerExec fires when slow statements spent most of their time
+// executing: the cause is inside the server (plan, locks, I/O), not the
+// network, the pool or the client.
+func checkServerExec(w *Window) []event.Finding {
+	slow, sum := slowParts(w)
+	if !slowMatters(slow, len(joined(w))) || share(sum.Exec, sum.Client) < w.limits().Share {
+		return nil
+	}
+	exec := func(s *event.Statement) int64 { return s.ExecUS }
+	return []event.Finding{{
+		Code:     CodeServerExec,
+		Severity: event.SeverityWarning,
+		Summary: fmt.Sprintf("%d slow statement(s) spent %s executing, %s of their %s at the client; the server's own work dominates",
+			len(slow), dur(sum.Exec), pct(share(sum.Exec, sum.Client)), dur(sum.Client)),
+		Evidence: map[string]any{
+			"slow_statements": len(slow),
+			"exec_us":         sum.Exec,
+			"client_us":       sum.Client,
+			"exec_share":      round3(share(sum.Exec, sum.Client)),
+			"rows":            sum.Rows,
+			"digests":         digestTallies(slow, exec),
+			"examples":        topExamples(slow, exec),
+		},
+		Fix: "look at the plans of the digests in the evidence while they run (SHOW EXPLAIN FOR <conn_id> on MariaDB, EXPLAIN FOR CONNECTION on MySQL, or gapscope plans) and add the missing index or refresh statistics (ANALYZE TABLE); check lock waits in performance_schema.events_waits_history for those threads",
+	}}
+}
+
+// checkNetwork fires when slow statements spent most of their time moving
+// bytes: the request's own transfer or the delivery of a response the
+// server had already written.
+func checkNetwork(w *Window) []event.Finding {
+	slow, sum := slowParts(w)
+	wire := sum.Request + sum.Delivery
+	if len(slow) == 0 || share(wire, sum.Client) < w.limits().Share {
+		return nil
+	}
+	part, fix := "delivery", "send less: select fewer rows and columns, page large results, enable protocol compression (client --compress / MYSQL_OPT_COMPRESS) on slow links, and keep the application near the server"
+	if sum.Request > sum.Delivery {
+		part, fix = "request", "send smaller requests: split large multi-row INSERTs and blobs into batches, use prepared statements, enable protocol compression on slow links"
+	}
+	if sum.ZeroWindowUS >= sum.Delivery/2 && part == "delivery" {
+		fix = "the client's receive window was closed for much of the delivery: the client reads slowly (see CLIENT_BACKPRESSURE); " + fix
+	}
+	if sum.Retransmits > 0 {
+		fix = fmt.Sprintf("%d retransmission(s) point at packet loss on the path; check the link (MTU, errors, congestion) first; ", sum.Retransmits) + fix
+	}
+	wireTime := func(s *event.Statement) int64 { return s.RequestUS + s.DeliveryUS }
+	return []event.Finding{{
+		Code:     CodeNetwork,
+		Severity: event.SeverityWarning,
+		Summary: fmt.Sprintf("%d slow statement(s) spent %s on the network (request %s, delivery %s), %s of their %s at the client; %s dominates",
+			len(slow), dur(wire), dur(sum.Request), dur(sum.Delivery), pct(share(wire, sum.Client)), dur(sum.Client), part),
+		Evidence: map[string]any{
+			"slow_statements": len(slow),
+			"dominant":        part,
+			"request_us":      sum.Request,
+			"delivery_us":     sum.Delivery,
+			"client_us":       sum.Client,
+			"network_share":   round3(share(wire, sum.Client)),
+			"req_bytes":       sum.ReqBytes,
+			"resp_bytes":      sum.RespBytes,
+			"retransmits":     sum.Retransmits,
+			"zero_window_us":  sum.ZeroWindowUS,
+			"connections":     connTallies(slow, func(*event.Statement) bool { return true }, wireTime),
+			"examples":        topExamples(slow, wireTime),
+		},
+		Fix: fix,
+	}}
+}

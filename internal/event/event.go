@@ -1,0 +1,101 @@
+// Package event holds the types every other gapscope package shares: the
+// statement event of DESIGN §2, server-side samples and findings. It imports
+// only the standard library so that every layer can depend on it.
+package event
+
+// Error is a server error returned to a statement (an ERR packet).
+type Error struct {
+	Code  uint16 `json:"code"`
+	State string `json:"state"`
+	Msg   string `json:"msg"`
+}
+
+// Statement is one client command and its response, as seen on the wire and,
+// when joined, as recorded by the server. Times are Unix microseconds,
+// durations microseconds. Field names are part of gapscope's interface.
+type Statement struct {
+	Conn       string `json:"conn"`
+	ConnID     uint64 `json:"conn_id,omitempty"`
+	User       string `json:"user,omitempty"`
+	DB         string `json:"db,omitempty"`
+	Cmd        string `json:"cmd"`
+	SQL        string `json:"sql,omitempty"`
+	Digest     string `json:"digest,omitempty"`
+	DigestText string `json:"digest_text,omitempty"`
+
+	TReqFirst  int64 `json:"t_req_first"`
+	TReqLast   int64 `json:"t_req_last"`
+	TRespFirst int64 `json:"t_resp_first,omitempty"`
+	TRespLast  int64 `json:"t_resp_last,omitempty"`
+
+	ClientUS    int64 `json:"client_us"`
+	RequestUS   int64 `json:"request_us"`
+	QueueUS     int64 `json:"queue_us"`
+	ExecUS      int64 `json:"exec_us"`
+	SendStallUS int64 `json:"send_stall_us"`
+	DeliveryUS  int64 `json:"delivery_us"`
+	ServerUS    int64 `json:"server_us,omitempty"`
+
+	Rows      int64  `json:"rows"`
+	ReqBytes  int64  `json:"req_bytes,omitempty"`
+	RespBytes int64  `json:"resp_bytes"`
+	Error     *Error `json:"error"`
+
+	// Slow-log fields (digest); zero for wire statements.
+	LockUS       int64 `json:"lock_us,omitempty"`
+	RowsExamined int64 `json:"rows_examined,omitempty"`
+
+	ZeroWindowUS int64 `json:"zero_window_us"`
+	// ZeroWindows are the intervals during the response in which the client
+	// advertised a zero (or full) receive window; join uses them to find the
+	// part of server time spent unable to send.
+	ZeroWindows []Span   `json:"-"`
+	Retransmits int      `json:"retransmits"`
+	PoolGroup   *int     `json:"pool_group,omitempty"`
+	Joined      bool     `json:"joined"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// Span is an interval of Unix microseconds [Start, End).
+type Span struct{ Start, End int64 }
+
+// Overlap returns the length of the part of s inside [from, to).
+func (s Span) Overlap(from, to int64) int64 {
+	lo, hi := max(s.Start, from), min(s.End, to)
+	if hi <= lo {
+		return 0
+	}
+	return hi - lo
+}
+
+// HasResponse reports whether the statement got a response on the wire
+// (COM_QUIT, COM_STMT_CLOSE and COM_STMT_SEND_LONG_DATA get none).
+func (s *Statement) HasResponse() bool { return s.TRespLast != 0 }
+
+// Severity orders findings.
+type Severity string
+
+const (
+	SeverityInfo     Severity = "info"
+	SeverityWarning  Severity = "warning"
+	SeverityCritical Severity = "critical"
+)
+
+// Finding is a named cause with the numbers that support it and a concrete fix.
+type Finding struct {
+	Code     string         `json:"code"`
+	Severity Severity       `json:"severity"`
+	Summary  string         `json:"summary"`
+	Evidence map[string]any `json:"evidence"`
+	Fix      string         `json:"fix"`
+}
+
+// Sample is one server-side reading at an instant: a status counter, a
+// thread-pool group's queue length, a processlist row turned into numbers.
+type Sample struct {
+	TimeUS int64             `json:"t"`
+	Source string            `json:"source"`
+	Name   string            `json:"name"`
+	Value  float64           `json:"value"`
+	Labels map[string]string `json:"labels,omitempty"`
+}

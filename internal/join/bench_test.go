@@ -1,0 +1,36 @@
+package join
+
+import (
+	"testing"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// BenchmarkJoin measures one wire statement plus its server row through
+// the joiner, over 1,000 connections, rows polled in batches of 256.
+func BenchmarkJoin(b *testing.B) {
+	const conns, batch = 1000, 256
+	j := New(Options{CalibrationErrorUS: 10}, func(*event.Statement) {})
+	stmts := make([]event.Statement, 4*batch)
+	rows := make([]collect.ServerStatement, 0, batch)
+	b.ReportAllocs()
+	var t0 int64
+	for i := 0; b.Loop(); i++ {
+		t0 += 100
+		s := &stmts[i%len(stmts)]
+		*s = event.Statement{Conn: "10.0.0.1:4000>10.0.0.2:3306", ConnID: uint64(i%conns + 1), Cmd: "COM_STMT_EXECUTE",
+			SQL: "SELECT c FROM sbtest1 WHERE id=?", TReqFirst: t0, TReqLast: t0, TRespLast: t0 + 90}
+		j.AddWire(s, t0)
+		rows = append(rows, collect.ServerStatement{ConnID: s.ConnID, EventName: "statement/com/Execute",
+			StartUS: t0 + 10, EndUS: t0 + 80, TimerWait: 70_000_000})
+		if len(rows) == batch {
+			j.AddServer(rows, t0)
+			j.Flush(t0)
+			rows = rows[:0]
+		}
+	}
+	if st := j.Stats(); st.Joined < st.Wire-batch {
+		b.Fatalf("joined %d of %d", st.Joined, st.Wire)
+	}
+}

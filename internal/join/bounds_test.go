@@ -1,0 +1,106 @@
+package join
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// answered is a wire statement with a distinct first and last response byte.
+func answered(conn uint64, sql string, req, respFirst, respLast int64) *event.Statement {
+	s := wire(conn, "COM_QUERY", sql, req, respLast)
+	s.TRespFirst = respFirst
+	return s
+}
+
+// On a busy host the server may record TIMER_END milliseconds after its
+// answer left (measured: 7-10 ms under sysbench), beyond PostSendUS. The
+// next statement's answer still bounds it, so the row matches.
+func TestJoinLongServerTail(t *testing.T) {
+	for _, rowsFirst := range []bool{false, true} {
+		rec := newRecorder(t)
+		j := New(Options{}, rec.emit)
+		a := answered(1, "COMMIT", 0, 90, 100)
+		b := answered(1, "SELECT 1", 150, 9000, 9010)
+		rows := []collect.ServerStatement{
+			row(1, "statement/sql/commit", "COMMIT", 10, 8000),
+			row(1, "statement/sql/select", "SELECT 1", 8010, 8990),
+		}
+		j.AddWire(a, 0)
+		if rowsFirst { // both rows polled before the capture emitted b
+			j.AddServer(rows, 0)
+			j.AddWire(b, 0)
+		} else {
+			j.AddWire(b, 0)
+			j.AddServer(rows, 0)
+		}
+		if !a.Joined || !b.Joined || a.ServerUS != 7990 || b.QueueUS != 7860 {
+			t.Fatalf("rowsFirst=%v: a joined=%v server=%d, b joined=%v queue=%d", rowsFirst, a.Joined, a.ServerUS, b.Joined, b.QueueUS)
+		}
+		if sumParts(a) != a.ClientUS || a.DeliveryUS != 0 {
+			t.Fatalf("a: parts %d/%d/%d/%d/%d of %d", a.RequestUS, a.QueueUS, a.ExecUS, a.SendStallUS, a.DeliveryUS, a.ClientUS)
+		}
+	}
+}
+
+// A client closes its prepared statements and quits without waiting (no
+// answers), while the server is still finishing the COMMIT before them:
+// the server handles them later than the next request went out.
+func TestJoinNoResponseCommandsLagging(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	commit := answered(1, "COMMIT", 0, 40, 50)
+	var closes []*event.Statement
+	j.AddWire(commit, 0)
+	for i, at := range []int64{60, 63, 66} {
+		s := &event.Statement{Conn: commit.Conn, ConnID: 1, Cmd: "COM_STMT_CLOSE", TReqFirst: at, TReqLast: at}
+		closes = append(closes, s)
+		j.AddWire(s, 0)
+		_ = i
+	}
+	quit := &event.Statement{Conn: commit.Conn, ConnID: 1, Cmd: "COM_QUIT", TReqFirst: 70, TReqLast: 70}
+	j.AddWire(quit, 0)
+	j.AddServer([]collect.ServerStatement{
+		row(1, "statement/sql/commit", "COMMIT", 5, 3000),
+		row(1, "statement/com/Close stmt", "", 3005, 3006),
+		row(1, "statement/com/Close stmt", "", 3010, 3011),
+		row(1, "statement/com/Close stmt", "", 3015, 3016),
+		row(1, "statement/com/Quit", "", 3020, 3021),
+	}, 0)
+	for _, s := range append([]*event.Statement{commit, quit}, closes...) {
+		if !s.Joined {
+			t.Fatalf("%s at %d not joined", s.Cmd, s.TReqFirst)
+		}
+	}
+	if st := j.Stats(); st.UnmatchedServer != 0 || st.UnjoinedWire != 0 || j.Pending() != 0 {
+		t.Fatalf("stats %+v pending %d", st, j.Pending())
+	}
+}
+
+// When the claimed calibration looks wrong but a quiet stream gives too
+// little evidence to learn the offset, matching waits at most LearnWait,
+// not until MaxWait.
+func TestJoinHoldIsBounded(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 5, MaxWait: time.Minute, LearnWait: time.Second}, rec.emit)
+	var rows []collect.ServerStatement
+	for i := range int64(10) {
+		t0 := i * 1000
+		j.AddWire(wire(1, "COM_QUERY", "SELECT 1", t0, t0+100), t0)
+		rows = append(rows, row(1, "statement/sql/select", "SELECT 1", t0+150, t0+160)) // ≥ 50 µs late
+	}
+	j.AddServer(rows, 10_000)
+	if !j.holding {
+		t.Fatal("rows that fit only a shifted clock did not make the joiner wait")
+	}
+	j.Flush(500_000)
+	if len(rec.out) != 0 {
+		t.Fatalf("emitted %d while learning", len(rec.out))
+	}
+	j.Flush(1_010_000)
+	if len(rec.out) != 10 || j.holding {
+		t.Fatalf("after LearnWait: emitted %d of 10, holding=%v", len(rec.out), j.holding)
+	}
+}

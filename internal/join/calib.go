@@ -1,0 +1,167 @@
+package join
+
+import (
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// The joiner's side of self-calibration (the estimator is in offset.go).
+
+// clockOf returns collect's origin for a row (0 when the row does not
+// say: its times are then taken as they are) and what to subtract from
+// its times to put them on the capture clock with the current estimate.
+func (j *Joiner) clockOf(r *collect.ServerStatement) (base, shift int64) {
+	if r.StartUS == 0 {
+		return 0, 0 // not calibrated at all: nothing to correct
+	}
+	if r.TimerStart != 0 {
+		base = r.StartUS - int64(r.TimerStart/collect.PicosPerMicro)
+	}
+	j.off.base = base
+	return base, j.off.shift(base)
+}
+
+// reshift re-applies the current estimate to a buffered row.
+func (j *Joiner) reshift(it *rowItem) {
+	if !it.timed {
+		return
+	}
+	d := j.off.shift(it.base) - it.shift
+	it.r.StartUS -= d
+	it.r.EndUS -= d
+	it.shift += d
+}
+
+// pairInterval is the range of timer origins under which row it can be the
+// record of the i-th pending wire statement of c; ok is false when the
+// statement bounds nothing (no answer yet).
+func pairInterval(c *connState, i int, it *rowItem) (iv interval, ok bool) {
+	s := c.wires.at(i).s
+	answer := answerStart(c, i)
+	if answer == noEnd || !it.timed {
+		return interval{}, false
+	}
+	raw := it.raw()
+	return interval{lo: max(s.TReqLast, s.TReqFirst) - raw, hi: answer - raw}, true
+}
+
+// plausible reports whether a row could be the record of the i-th pending
+// wire statement if the clock were off by up to SearchUS.
+func (j *Joiner) plausible(c *connState, i int, r *collect.ServerStatement) bool {
+	s := c.wires.at(i).s
+	return r.StartUS >= s.TReqFirst-j.opts.SearchUS && r.StartUS <= answerStart(c, i)+j.opts.SearchUS &&
+		cmdCompatible(s.Cmd, r.EventName) && textCompatible(s.SQL, r.SQLText)
+}
+
+// voteRow lets a new row vote for the origins under which it fits each
+// pending wire statement of its connection.
+func (j *Joiner) voteRow(c *connState, it *rowItem) {
+	for i := 0; i < c.wires.len(); i++ {
+		if c.wires.at(i).s.TReqFirst-j.opts.SearchUS > it.r.StartUS {
+			break // later statements start even later
+		}
+		if !j.plausible(c, i, &it.r) {
+			continue
+		}
+		if iv, ok := pairInterval(c, i, it); ok {
+			j.off.vote(iv)
+		}
+	}
+}
+
+// voteWire lets the pending rows of a connection vote on the i-th wire
+// statement, which just arrived after them. Statements without an answer
+// just before it gained their bound (this one's answer) only now, so rows
+// vote on them too.
+func (j *Joiner) voteWire(c *connState, i int) {
+	from := i
+	for from > 0 && !c.wires.at(from-1).s.HasResponse() {
+		from--
+	}
+	for k := from; k <= i; k++ {
+		for n := 0; n < c.rows.len(); n++ {
+			it := c.rows.at(n)
+			if it.done || !j.plausible(c, k, &it.r) {
+				continue
+			}
+			if iv, ok := pairInterval(c, k, it); ok {
+				j.off.vote(iv)
+			}
+		}
+	}
+}
+
+// decide lets the estimator weigh the votes. When it settles on an origin,
+// every buffered row moves onto it and every connection is settled; it
+// returns whether that happened. Until then matching waits while the
+// claimed calibration looks wrong, at most LearnWait.
+func (j *Joiner) decide(nowUS int64) bool {
+	before := j.off.shift(j.off.base)
+	changed, suspect := j.off.decide()
+	if changed {
+		j.holding, j.holdDone = false, true
+		j.retune()
+		j.reshiftAll(j.off.shift(j.off.base) - before)
+		j.settleAll()
+		return true
+	}
+	switch {
+	case j.holdDone:
+	case suspect && !j.holding:
+		j.holding, j.holdSince = true, nowUS
+	case !suspect && j.holding:
+		j.holding = false
+		j.settleAll()
+	}
+	return false
+}
+
+// observe feeds a join's pair to the estimator while it tracks. A new
+// estimate applies to the rows that arrive from now on, and to buffered
+// ones at the next catchUp (not while a connection is being settled).
+func (j *Joiner) observe(it *rowItem, s *event.Statement) {
+	if j.off.learning() || !it.timed || !s.HasResponse() {
+		return // a statement without an answer bounds nothing by itself
+	}
+	answer := s.TRespLast
+	if s.TRespFirst != 0 {
+		answer = min(s.TRespFirst, s.TRespLast)
+	}
+	raw := it.raw()
+	before := j.off.shift(j.off.base)
+	if j.off.observe(interval{lo: max(s.TReqLast, s.TReqFirst) - raw, hi: answer - raw}) {
+		j.retune()
+		j.moved += j.off.shift(j.off.base) - before
+	}
+}
+
+// catchUp moves the buffered rows onto an estimate that changed while
+// tracking (drift), once the matching that produced the change is done.
+func (j *Joiner) catchUp() {
+	if j.moved != 0 {
+		j.reshiftAll(j.moved)
+		j.moved = 0
+	}
+}
+
+// reshiftAll moves every buffered row onto the current estimate; d is how
+// much more is subtracted from rows of the newest collect origin, which
+// moves each connection's newest row start along.
+func (j *Joiner) reshiftAll(d int64) {
+	for _, c := range j.conns {
+		for i := 0; i < c.rows.len(); i++ {
+			j.reshift(c.rows.at(i))
+		}
+		if c.lastRowStart != 0 {
+			c.lastRowStart -= d
+		}
+	}
+}
+
+// settleAll settles every connection (after the estimate or the holding
+// changed).
+func (j *Joiner) settleAll() {
+	for _, c := range j.conns {
+		j.settle(c, false)
+	}
+}

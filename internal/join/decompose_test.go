@@ -1,0 +1,114 @@
+package join
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+func sumParts(s *event.Statement) int64 {
+	return s.RequestUS + s.QueueUS + s.ExecUS + s.SendStallUS + s.DeliveryUS
+}
+
+// TestDecomposeExactSum feeds random, often inconsistent, times: the five
+// parts must still be non-negative and sum exactly to client_us.
+func TestDecomposeExactSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 200_000 {
+		base := rng.Int64N(1 << 50)
+		r := func() int64 { return base + rng.Int64N(2_000_000) - 500_000 }
+		s := &event.Statement{TReqFirst: r(), TReqLast: r(), TRespFirst: r()}
+		if rng.IntN(10) > 0 {
+			s.TRespLast = r()
+		}
+		var spans []event.Span
+		for range rng.IntN(4) {
+			a := r()
+			spans = append(spans, event.Span{Start: a, End: a + rng.Int64N(500_000) - 50_000})
+		}
+		start, end := r(), r()
+		decompose(s, start, end, spans, 1, 1)
+		if got := sumParts(s); got != s.ClientUS {
+			t.Fatalf("case %d: parts sum %d != client_us %d (%+v)", i, got, s.ClientUS, s)
+		}
+		for name, v := range map[string]int64{"client": s.ClientUS, "request": s.RequestUS, "queue": s.QueueUS,
+			"exec": s.ExecUS, "stall": s.SendStallUS, "delivery": s.DeliveryUS, "server": s.ServerUS} {
+			if v < 0 {
+				t.Fatalf("case %d: %s_us = %d < 0 (%+v)", i, name, v, s)
+			}
+		}
+		if !s.Joined {
+			t.Fatalf("case %d: Joined not set", i)
+		}
+	}
+}
+
+func TestDecomposeParts(t *testing.T) {
+	cases := []struct {
+		name                                 string
+		reqFirst, reqLast, respLast          int64
+		start, end                           int64
+		spans                                []event.Span
+		request, queue, exec, stall, deliver int64
+		notes                                int
+	}{
+		{name: "inside", reqFirst: 1000, reqLast: 1010, respLast: 2000, start: 1100, end: 1900,
+			request: 10, queue: 90, exec: 800, deliver: 100},
+		{name: "pool queue", reqFirst: 0, reqLast: 0, respLast: 23_290_000, start: 23_289_000, end: 23_289_120,
+			queue: 23_289_000, exec: 120, deliver: 880},
+		{name: "stall inside exec", reqFirst: 0, reqLast: 5, respLast: 10_000, start: 10, end: 9_000,
+			spans:   []event.Span{{Start: 1_000, End: 4_000}, {Start: 8_500, End: 9_500}},
+			request: 5, queue: 5, exec: 8_990 - 3_500, stall: 3_500, deliver: 1_000},
+		{name: "overlapping spans counted once", reqFirst: 0, reqLast: 0, respLast: 100, start: 0, end: 100,
+			spans: []event.Span{{Start: 10, End: 50}, {Start: 20, End: 60}}, exec: 50, stall: 50},
+		{name: "start before last request byte", reqFirst: 1000, reqLast: 1500, respLast: 3000, start: 1200, end: 2000,
+			request: 500, queue: 0, exec: 500, deliver: 1000, notes: 1},
+		{name: "end after last response byte", reqFirst: 0, reqLast: 10, respLast: 1000, start: 500, end: 1500,
+			request: 10, queue: 490, exec: 500, deliver: 0, notes: 1},
+		{name: "rounding is no news", reqFirst: 0, reqLast: 10, respLast: 1000, start: 9, end: 1001,
+			request: 10, exec: 990, notes: 0},
+		{name: "server entirely after", reqFirst: 0, reqLast: 10, respLast: 100, start: 5_000, end: 6_000,
+			request: 10, queue: 90, notes: 2},
+		{name: "no response", reqFirst: 0, reqLast: 40, respLast: 0, start: 50, end: 60,
+			request: 40, notes: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &event.Statement{TReqFirst: c.reqFirst, TReqLast: c.reqLast, TRespLast: c.respLast}
+			decompose(s, c.start, c.end, c.spans, 1, 1)
+			got := [5]int64{s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS}
+			want := [5]int64{c.request, c.queue, c.exec, c.stall, c.deliver}
+			if got != want {
+				t.Errorf("parts (request queue exec stall delivery) = %v, want %v", got, want)
+			}
+			if len(s.Notes) != c.notes {
+				t.Errorf("notes = %q, want %d", s.Notes, c.notes)
+			}
+			if s.ServerUS != max(c.end-c.start, 0) {
+				t.Errorf("server_us = %d, want %d", s.ServerUS, c.end-c.start)
+			}
+			if sumParts(s) != s.ClientUS {
+				t.Errorf("sum %d != client %d", sumParts(s), s.ClientUS)
+			}
+		})
+	}
+}
+
+func TestDecomposeUsesStatementSpans(t *testing.T) {
+	s := &event.Statement{TReqFirst: 0, TReqLast: 0, TRespLast: 1000,
+		ZeroWindows: []event.Span{{Start: 100, End: 700}}}
+	Decompose(s, 0, 800)
+	if s.SendStallUS != 600 || s.ExecUS != 200 || s.DeliveryUS != 200 {
+		t.Fatalf("stall/exec/delivery = %d/%d/%d, want 600/200/200", s.SendStallUS, s.ExecUS, s.DeliveryUS)
+	}
+}
+
+func TestDecomposeNoteNamesDirection(t *testing.T) {
+	s := &event.Statement{TReqFirst: 1000, TReqLast: 1500, TRespLast: 3000}
+	decompose(s, 1200, 2000, nil, 100, 300)
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "+300 us") || !strings.Contains(s.Notes[0], "100 us") {
+		t.Fatalf("notes = %q", s.Notes)
+	}
+}

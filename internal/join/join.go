@@ -1,0 +1,843 @@
+// Package join matches the statements seen on the wire (capture) with the
+// statements the server recorded (performance_schema, via collect) and
+// splits each statement's client-seen time into request, queue, exec,
+// send-stall and delivery (DESIGN §2).
+//
+// Matching is per connection and in order: the server runs one statement at
+// a time per connection, so a server row belongs to the oldest pending wire
+// statement of its connection whose time window and command agree with it.
+// Both sides may arrive first (capture lags behind, or the poller does), so
+// both are buffered, for at most MaxWait and at most MaxPending items.
+//
+// The server's times reach the joiner converted by collect's clock
+// calibration, which on a loaded host can be off by more than it claims;
+// on a busy connection tens of µs are enough to pair rows with their
+// neighbours. The joiner therefore learns the server clock's true origin
+// from the pairs themselves and keeps it up to date (offset.go, calib.go).
+package join
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// Options tune a Joiner. Zero values pick the defaults.
+type Options struct {
+	// MaxWait is how long a statement waits for its counterpart before it is
+	// given up (wire: emitted with joined=false; server: counted). Default 5 s.
+	MaxWait time.Duration
+	// MaxPending bounds the wire statements plus server rows held; above it
+	// the oldest are given up early. Default 100,000.
+	MaxPending int
+	// CalibrationErrorUS is the clock calibration's claimed uncertainty;
+	// it widens the matching window and is the threshold for clamp notes
+	// until the joiner has learnt the clock's offset from matched pairs
+	// (then the learnt error takes its place; see offset.go).
+	CalibrationErrorUS int64
+	// SlackUS widens the matching window on top of the calibration error to
+	// absorb timer rounding and the capture point's distance from the
+	// server. Default 1,000 µs.
+	SlackUS int64
+	// PostSendUS is how long after the last response byte a server row may
+	// end and still match while the connection's next statement has not
+	// been seen (the server records TIMER_END after sending; see
+	// ServerTailUS); once it has, the next statement's answer bounds the
+	// end instead. Default 5,000 µs.
+	PostSendUS int64
+	// FitSlackUS: a server row whose start lies outside its wire
+	// statement's gap between last request byte and first response byte by
+	// more than CalibrationErrorUS + FitSlackUS is matched only when no
+	// better candidate can come any more (at expiry). Default 100 µs.
+	FitSlackUS int64
+	// ThreadPoolSize, when > 0, sets PoolGroup = conn_id % size.
+	ThreadPoolSize int
+	// MaxConnMap bounds the client-address → connection-id map fed by
+	// MapConn. Default 65,536.
+	MaxConnMap int
+	// SearchUS is how far from collect's calibration the joiner looks for
+	// the server clock's true origin while it learns it (see offset.go).
+	// Default 5,000 µs, at least 4 × CalibrationErrorUS.
+	SearchUS int64
+	// LearnWait bounds how long matching waits for the origin to be
+	// learnt when the claimed calibration looks wrong; after it, rows are
+	// matched with the claimed one. Default 2 s.
+	LearnWait time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxWait <= 0 {
+		o.MaxWait = 5 * time.Second
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = 100_000
+	}
+	if o.SlackUS <= 0 {
+		o.SlackUS = 1000
+	}
+	if o.PostSendUS <= 0 {
+		o.PostSendUS = 5000
+	}
+	if o.FitSlackUS <= 0 {
+		o.FitSlackUS = 100
+	}
+	if o.MaxConnMap <= 0 {
+		o.MaxConnMap = 65_536
+	}
+	o.CalibrationErrorUS = max(o.CalibrationErrorUS, 0)
+	if o.SearchUS <= 0 {
+		o.SearchUS = max(5000, 4*o.CalibrationErrorUS)
+	}
+	if o.LearnWait <= 0 {
+		o.LearnWait = 2 * time.Second
+	}
+	return o
+}
+
+// Stats counts what the joiner did.
+type Stats struct {
+	Wire, Server, Joined, UnjoinedWire, UnmatchedServer int64
+	// ClampedStart / ClampedEnd count joins whose server start / end had to
+	// move by more than the clock's uncertainty (OffsetErrorUS) to fit the
+	// wire window. A clamped end is mostly the server's tail after the send
+	// (ServerTailUS).
+	ClampedStart, ClampedEnd int64
+	// Nested counts server rows of statements inside stored programs
+	// (they belong to their top-level CALL and are never matched).
+	Nested int64
+	// Background counts server rows without a connection (background threads).
+	Background int64
+	// Merged counts extra server rows absorbed by a multi-statement query.
+	Merged int64
+	// Evicted counts items given up before MaxWait because of MaxPending.
+	Evicted int64
+	// Expired counts items given up by Flush because their counterpart did
+	// not come within MaxWait (one side lagging the other by that much),
+	// as opposed to those the other side's progress showed to be orphans.
+	Expired int64
+	// ThreadsLearned counts threads attributed to a connection from the
+	// wire because they had ended before their rows were read.
+	ThreadsLearned int64
+	// OffsetUS is the server clock's residual offset the joiner learnt
+	// from matched pairs and applies to rows: server time (after collect's
+	// calibration) minus capture time; 0 until learnt. OffsetErrorUS is
+	// how far the truth may lie from it (the matching tolerance), and
+	// OffsetSamples how many pairs agree on it.
+	OffsetUS, OffsetErrorUS int64
+	OffsetSamples           int
+}
+
+// Joiner pairs wire statements with server statements. It is safe for
+// concurrent use; emit is called with the joiner's lock held, so it must not
+// call back into the Joiner.
+type Joiner struct {
+	mu       sync.Mutex
+	opts     Options
+	errUS    int64 // how far the server clock may still be off
+	tolUS    int64 // matching window tolerance before the request
+	endTolUS int64 // matching window tolerance after the response
+	fitTolUS int64 // clamping beyond this makes a match doubtful
+	off      *offsetEstimator
+	// holding: the claimed calibration looks wrong and the origin is not
+	// learnt yet, so matching waits (since holdSince, at most LearnWait).
+	holding   bool
+	holdDone  bool
+	holdSince int64
+	moved     int64 // estimate change not yet applied to buffered rows
+	emit      func(*event.Statement)
+	conns     map[uint64]*connState
+	orphans   map[string]*connState // wire statements whose connection id is not known yet
+	addrs     map[string]uint64     // client ip:port -> connection id (MapConn)
+	age       fifo[ageRef]          // every buffered item in arrival order, for expiry
+	free      []*connState
+	groups    []int        // PoolGroup targets, shared by all statements of a group
+	touched   []*connState // connections with new rows in the current AddServer batch
+	// threads maps THREAD_ID -> connection id learned for rows read after
+	// their connection ended (performance_schema forgets the mapping then).
+	threads map[uint64]uint64
+	// anon holds rows of ended threads not attributed yet: on a busy
+	// capture their wire statement can arrive after the poll that read them.
+	anon    []anonRow
+	batch   uint64
+	pending int
+	seq     uint64
+	stats   Stats
+}
+
+type wireItem struct {
+	s   *event.Statement
+	seq uint64
+}
+
+type rowItem struct {
+	r    collect.ServerStatement
+	seq  uint64
+	done bool // matched; popped once it reaches the front
+	// base is collect's origin for this row, shift what was subtracted
+	// from its times to put them on the capture clock; timed is false for
+	// a row without times (collect had no calibration).
+	base, shift int64
+	timed       bool
+}
+
+// raw is the row's start on the server's own timer (µs since its origin).
+func (it *rowItem) raw() int64 { return it.r.StartUS + it.shift - it.base }
+
+// ageRef points at a buffered item from the arrival-order queue. An item
+// that was matched meanwhile is recognised by its sequence number being
+// older than its connection's front.
+type ageRef struct {
+	c      *connState
+	gen    uint64
+	seq    uint64
+	added  int64
+	server bool
+}
+
+// connState holds one connection's pending items.
+type connState struct {
+	id    uint64
+	addr  string // orphan key, when id is not known
+	gen   uint64
+	batch uint64 // last AddServer batch that touched it
+	// lastReqFirst / lastRowStart are the newest times seen on each side;
+	// what is older than the other side's newest can no longer match.
+	lastReqFirst, lastRowStart int64
+	wires                      fifo[wireItem]
+	rows                       fifo[rowItem]
+}
+
+func (c *connState) empty() bool { return c.wires.len() == 0 && c.rows.len() == 0 }
+
+// New returns a Joiner that passes every wire statement to emit exactly
+// once, joined or not.
+func New(opts Options, emit func(*event.Statement)) *Joiner {
+	opts = opts.withDefaults()
+	j := &Joiner{
+		opts:    opts,
+		off:     newOffsetEstimator(opts.CalibrationErrorUS),
+		emit:    emit,
+		conns:   make(map[uint64]*connState),
+		orphans: make(map[string]*connState),
+		addrs:   make(map[string]uint64),
+		threads: make(map[uint64]uint64),
+	}
+	j.retune()
+	if opts.ThreadPoolSize > 0 {
+		j.groups = make([]int, opts.ThreadPoolSize)
+		for i := range j.groups {
+			j.groups[i] = i
+		}
+	}
+	return j
+}
+
+// Stats returns the counters so far.
+func (j *Joiner) Stats() Stats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.stats
+	st.OffsetUS = j.off.shift(j.off.base)
+	st.OffsetErrorUS, st.OffsetSamples = j.errUS, j.off.samples
+	return st
+}
+
+// retune sets the matching tolerances from how uncertain the server clock
+// is: collect's claim at first, the learnt error later.
+func (j *Joiner) retune() {
+	j.errUS = j.off.errUS
+	j.tolUS = j.errUS + j.opts.SlackUS
+	j.fitTolUS = j.errUS + j.opts.FitSlackUS
+	j.endTolUS = j.errUS + j.opts.SlackUS + j.opts.PostSendUS
+}
+
+// Pending returns how many wire statements and server rows are buffered.
+func (j *Joiner) Pending() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.pending
+}
+
+// AddWire takes a wire statement (the Joiner keeps it until it is emitted).
+// Statements of one connection must arrive in order, as the capture emits
+// them. nowUS is the caller's clock, used only for expiry.
+func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stats.Wire++
+	var addr string
+	if s.ConnID == 0 || s.Cmd == "COM_QUIT" {
+		addr = clientAddr(s.Conn)
+	}
+	if s.ConnID == 0 && addr != "" {
+		s.ConnID = j.addrs[addr]
+	}
+	if s.Cmd == "COM_QUIT" && addr != "" {
+		delete(j.addrs, addr) // the port may be reused by another connection
+	}
+	var c *connState
+	switch {
+	case s.ConnID != 0:
+		c = j.conn(s.ConnID)
+	case addr != "":
+		c = j.orphan(addr)
+	default:
+		j.unjoined(s)
+		return
+	}
+	j.pushWire(c, s, nowUS)
+	if c.id != 0 {
+		if j.off.learning() {
+			j.voteWire(c, c.wires.len()-1)
+		}
+		j.settle(c, false)
+		j.retryAnon()
+	}
+	j.enforceBound()
+}
+
+// AddServer takes server statements (copied; the slice may be reused).
+// Rows of one connection must come in EVENT_ID order across calls, as a
+// history cursor returns them; within a call any order is accepted.
+func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.batch++
+	touched := j.touched[:0]
+	for i := range rows {
+		j.stats.Server++
+		if rows[i].NestingType == "STATEMENT" || rows[i].NestingLevel > 0 {
+			j.stats.Nested++
+			continue
+		}
+		r := &rows[i]
+		base, shift := j.clockOf(r)
+		id := r.ConnID
+		if id == 0 {
+			row := *r // rare: a thread that ended before its rows were read
+			row.StartUS, row.EndUS = row.StartUS-shift, row.EndUS-shift
+			if id = j.connOfThread(&row); id == 0 {
+				j.holdAnon(r, nowUS) // its wire statement may not be here yet
+				continue
+			}
+		}
+		c := j.conn(id)
+		j.pushRow(c, r, id, base, shift, nowUS)
+		if c.batch != j.batch {
+			c.batch = j.batch
+			touched = append(touched, c)
+		}
+	}
+	if j.off.learning() && j.decide(nowUS) {
+		clear(touched)
+		touched = touched[:0] // every connection is settled already
+	}
+	// Match only once the whole batch is buffered: the rows of a
+	// multi-statement query must all be there to be absorbed together.
+	for _, c := range touched {
+		j.settle(c, false)
+		j.catchUp()
+	}
+	clear(touched)
+	j.touched = touched[:0]
+	j.enforceBound()
+}
+
+// MapConn tells the joiner the connection id of a client address, for
+// connections opened before the capture started (no handshake seen):
+// processlist HOST "ip:port" -> ID. "localhost:port" is taken as 127.0.0.1.
+func (j *Joiner) MapConn(clientAddr string, connID uint64) {
+	if connID == 0 {
+		return
+	}
+	addr := canonicalAddr(clientAddr)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.addrs) >= j.opts.MaxConnMap {
+		for k := range j.addrs { // drop an arbitrary entry: the map is a cache
+			delete(j.addrs, k)
+			break
+		}
+	}
+	j.addrs[addr] = connID
+	if o := j.orphans[addr]; o != nil {
+		delete(j.orphans, addr)
+		j.adopt(o, connID)
+	}
+}
+
+// Flush gives up what waited longer than MaxWait: wire statements are
+// emitted with joined=false, server rows are counted as unmatched.
+func (j *Joiner) Flush(nowUS int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.off.learning() {
+		j.decide(nowUS)
+	}
+	if j.holding && nowUS-j.holdSince >= j.opts.LearnWait.Microseconds() {
+		j.holding, j.holdDone = false, true // go on with the claimed calibration
+		j.settleAll()
+	}
+	cutoff := nowUS - j.opts.MaxWait.Microseconds()
+	for j.age.len() > 0 && j.age.front().added <= cutoff {
+		before := j.stats.UnjoinedWire + j.stats.UnmatchedServer
+		j.expire(j.age.pop())
+		j.stats.Expired += j.stats.UnjoinedWire + j.stats.UnmatchedServer - before
+	}
+	j.dropStaleRefs()
+	j.expireAnon(cutoff)
+}
+
+// FlushAll gives up everything still buffered (end of a run).
+func (j *Joiner) FlushAll() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for j.age.len() > 0 {
+		j.expire(j.age.pop())
+	}
+	j.expireAnon(1<<62 - 1)
+}
+
+func (j *Joiner) conn(id uint64) *connState {
+	if c := j.conns[id]; c != nil {
+		return c
+	}
+	c := j.newConn()
+	c.id = id
+	j.conns[id] = c
+	return c
+}
+
+func (j *Joiner) orphan(addr string) *connState {
+	if c := j.orphans[addr]; c != nil {
+		return c
+	}
+	c := j.newConn()
+	c.addr = addr
+	j.orphans[addr] = c
+	return c
+}
+
+// newConn reuses a released connState. Its generation changes so that
+// age references to its previous life are recognised as stale.
+func (j *Joiner) newConn() *connState {
+	if n := len(j.free); n > 0 {
+		c := j.free[n-1]
+		j.free = j.free[:n-1]
+		return c
+	}
+	return &connState{}
+}
+
+// release forgets an empty connection.
+func (j *Joiner) release(c *connState) {
+	if !c.empty() {
+		return
+	}
+	if c.id != 0 {
+		if j.conns[c.id] == c {
+			delete(j.conns, c.id)
+		}
+	} else if j.orphans[c.addr] == c {
+		delete(j.orphans, c.addr)
+	}
+	c.wires.reset()
+	c.rows.reset()
+	*c = connState{gen: c.gen + 1, wires: c.wires, rows: c.rows}
+	if len(j.free) < 1024 {
+		j.free = append(j.free, c)
+	}
+}
+
+func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
+	j.seq++
+	c.wires.push(wireItem{s: s, seq: j.seq})
+	c.lastReqFirst = max(c.lastReqFirst, s.TReqFirst)
+	j.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS})
+	j.pending++
+}
+
+func rowLess(a, b *rowItem) bool {
+	if a.r.StartUS != b.r.StartUS {
+		return a.r.StartUS < b.r.StartUS
+	}
+	return a.r.EventID < b.r.EventID
+}
+
+// pushRow buffers a copy of r for connection id, its times moved onto the
+// capture clock by shift (see clockOf).
+func (j *Joiner) pushRow(c *connState, r *collect.ServerStatement, id uint64, base, shift int64, nowUS int64) {
+	j.seq++
+	c.rows.push(rowItem{r: *r, seq: j.seq, base: base, shift: shift, timed: r.StartUS != 0})
+	it := c.rows.back()
+	it.r.ConnID, it.r.StartUS, it.r.EndUS = id, it.r.StartUS-shift, it.r.EndUS-shift
+	c.lastRowStart = max(c.lastRowStart, it.r.StartUS)
+	i := c.rows.sortBack(rowLess)
+	j.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS, server: true})
+	j.pending++
+	if j.off.learning() && c.id != 0 {
+		j.voteRow(c, c.rows.at(i))
+	}
+}
+
+// adopt gives an orphan's wire statements their connection id and matches
+// them against whatever the server side already buffered.
+func (j *Joiner) adopt(o *connState, id uint64) {
+	c := j.conns[id]
+	if c == nil {
+		o.id, o.addr = id, ""
+		j.conns[id] = o
+		for i := 0; i < o.wires.len(); i++ {
+			o.wires.at(i).s.ConnID = id
+		}
+		j.settle(o, false)
+		return
+	}
+	// Both sides already exist (rare): move the wire statements over. Their
+	// age references stay with the orphan, so re-register them.
+	for o.wires.len() > 0 {
+		w := o.wires.pop()
+		w.s.ConnID = id
+		j.pending--
+		j.pushWire(c, w.s, j.ageOf(o))
+	}
+	j.release(o)
+	j.settle(c, false)
+}
+
+// ageOf returns the arrival time of the oldest reference still in the age
+// queue for c, a conservative stand-in when items move between connections.
+func (j *Joiner) ageOf(c *connState) int64 {
+	for i := 0; i < j.age.len(); i++ {
+		if a := j.age.at(i); a.c == c && a.gen == c.gen {
+			return a.added
+		}
+	}
+	return 0
+}
+
+// settle matches what can be matched on one connection, and gives up what
+// the other side has already moved past. A row that fits its best wire
+// statement only after clamping by more than the fit tolerance is left
+// for later: the wire statement it really belongs to may not have arrived
+// yet (its own row was lost, or it is a statement the capture missed).
+// force (expiry) matches such rows with their best fit anyway.
+func (j *Joiner) settle(c *connState, force bool) {
+	if j.holding && !force {
+		return
+	}
+	for i := 0; i < c.rows.len(); i++ {
+		it := c.rows.at(i)
+		if it.done {
+			continue
+		}
+		k, fit := j.bestWire(c, &it.r)
+		if k < 0 || (fit > j.fitTolUS && !force) {
+			continue
+		}
+		for range k {
+			j.unjoined(j.popWire(c))
+		}
+		j.join(c, i, j.popWire(c))
+	}
+	j.dropDeadRows(c)
+	j.dropSupersededWires(c)
+	j.release(c)
+}
+
+func (j *Joiner) popWire(c *connState) *event.Statement {
+	j.pending--
+	return c.wires.pop().s
+}
+
+// bestWire returns the index of the pending wire statement that r fits
+// best, and how far S and E would have to move to fit it (µs); ties go to
+// the oldest. -1 when no wire statement is compatible.
+func (j *Joiner) bestWire(c *connState, r *collect.ServerStatement) (best int, fit int64) {
+	best, fit = -1, noEnd
+	for i := 0; i < c.wires.len(); i++ {
+		s := c.wires.at(i).s
+		if s.TReqFirst-j.tolUS > r.StartUS {
+			break // later statements start even later
+		}
+		answer := answerStart(c, i)
+		if r.StartUS > answer+j.tolUS || r.EndUS > j.latestEnd(c, i) ||
+			!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
+			continue
+		}
+		// The server starts a statement after its last request byte and
+		// before its first response byte: how far S lies outside that gap
+		// is the evidence. E is no evidence: the server ends a statement
+		// after sending its answer, by up to milliseconds on a busy host.
+		f := max(s.TReqLast-r.StartUS, 0) + max(r.StartUS-answer, 0)
+		if f < fit {
+			best, fit = i, f
+		}
+	}
+	return best, fit
+}
+
+// latestEnd bounds the end of the i-th pending wire statement's row. The
+// server runs one statement at a time per connection, so it ended this one
+// before it started the next, which was before the next answer. How long
+// after its own answer that is cannot be bounded otherwise: on a busy host
+// the thread may be descheduled between the send and TIMER_END (7-10 ms
+// measured under sysbench). Without a next statement yet, PostSendUS is
+// the guess.
+func (j *Joiner) latestEnd(c *connState, i int) int64 {
+	if i+1 < c.wires.len() {
+		return max(nextAnswer(c, i)+j.tolUS, windowEnd(c, i)+j.endTolUS)
+	}
+	return windowEnd(c, i) + j.endTolUS
+}
+
+// noEnd stands for "no bound yet"; far below MaxInt64 so that adding the
+// tolerance cannot overflow.
+const noEnd = int64(1) << 62
+
+// windowEnd is the latest instant the server may have finished the i-th
+// pending wire statement: its last response byte. Commands without a
+// response (COM_STMT_CLOSE, COM_QUIT) are bounded by the next answer the
+// server gave, and by nothing while none came yet.
+func windowEnd(c *connState, i int) int64 {
+	if s := c.wires.at(i).s; s.HasResponse() {
+		return s.TRespLast
+	}
+	return nextAnswer(c, i)
+}
+
+// answerStart is the first response byte of the i-th pending wire
+// statement, before which the server must have started it; for commands
+// without a response, the next answer.
+func answerStart(c *connState, i int) int64 {
+	if s := c.wires.at(i).s; s.HasResponse() {
+		return answerOf(s)
+	}
+	return nextAnswer(c, i)
+}
+
+func answerOf(s *event.Statement) int64 {
+	if s.TRespFirst != 0 {
+		return min(s.TRespFirst, s.TRespLast)
+	}
+	return s.TRespLast
+}
+
+// nextAnswer is the first response byte of the first statement after the
+// i-th that has one. The server handles a connection's commands in order,
+// so it started and finished the i-th before then. The next request alone
+// bounds nothing: a client sends commands without answers (and pipelined
+// ones) without waiting for the server to catch up.
+func nextAnswer(c *connState, i int) int64 {
+	for k := i + 1; k < c.wires.len(); k++ {
+		if s := c.wires.at(k).s; s.HasResponse() {
+			return answerOf(s)
+		}
+	}
+	return noEnd
+}
+
+// join matches the i-th buffered row with s, absorbs the further rows of a
+// multi-statement query, decomposes and emits s.
+func (j *Joiner) join(c *connState, i int, s *event.Statement) {
+	j.observe(c.rows.at(i), s)
+	first := j.take(c, i)
+	start, end, waitPS := first.StartUS, first.EndUS, first.TimerWait
+	for i++; multiStatement(s.Cmd) && s.HasResponse() && i < c.rows.len(); i++ {
+		it := c.rows.at(i)
+		if it.done {
+			continue
+		}
+		r := &it.r
+		// The statements of a multi-statement query all start before its
+		// response ends; the next statement's row starts after the client
+		// sent it, which is after that.
+		if r.StartUS > s.TRespLast+j.errUS || r.EndUS > s.TRespLast+j.endTolUS {
+			break
+		}
+		end, waitPS = max(end, r.EndUS), waitPS+r.TimerWait
+		j.take(c, i)
+		j.stats.Merged++
+	}
+	calErr := max(j.errUS, 1)
+	cl := decompose(s, start, end, zeroWindows(s), calErr, calErr+ServerTailUS)
+	if abs(cl.startMovedUS) > calErr {
+		j.stats.ClampedStart++
+	}
+	if abs(cl.endMovedUS) > calErr {
+		j.stats.ClampedEnd++ // usually the server's tail after the send
+	}
+	if waitPS > 0 {
+		s.ServerUS = int64(waitPS / collect.PicosPerMicro)
+	}
+	if first.Digest != "" {
+		s.Digest, s.DigestText = first.Digest, first.DigestText
+	}
+	if s.DB == "" {
+		s.DB = first.Schema
+	}
+	j.stats.Joined++
+	j.deliver(s)
+}
+
+// take marks the i-th buffered row as used and returns a pointer to it,
+// valid until the queue is next popped.
+func (j *Joiner) take(c *connState, i int) *collect.ServerStatement {
+	it := c.rows.at(i)
+	it.done = true
+	j.pending--
+	return &it.r
+}
+
+// dropDeadRows pops used rows off the front, and gives up front rows that
+// no wire statement, pending or still to come, can be the record of:
+// nothing pending is compatible and the connection's newest wire statement
+// began after the row ended.
+func (j *Joiner) dropDeadRows(c *connState) {
+	for c.rows.len() > 0 {
+		it := c.rows.front()
+		if !it.done {
+			if it.r.EndUS >= c.lastReqFirst-j.tolUS {
+				return
+			}
+			if k, _ := j.bestWire(c, &it.r); k >= 0 {
+				return
+			}
+			j.pending--
+			j.stats.UnmatchedServer++
+		}
+		c.rows.pop()
+	}
+}
+
+// dropSupersededWires emits unjoined the oldest wire statements that ended
+// before the newest server row of their connection started, unless a
+// pending row started within their window (it may still match once the
+// next statement bounds its end): rows come in order, so no other will
+// arrive for them.
+func (j *Joiner) dropSupersededWires(c *connState) {
+	for c.wires.len() > 0 && windowEnd(c, 0)+j.tolUS < c.lastRowStart && !j.rowWithin(c, windowEnd(c, 0)+j.tolUS) {
+		j.unjoined(j.popWire(c))
+	}
+}
+
+// rowWithin reports whether an unmatched row of c starts by t.
+func (j *Joiner) rowWithin(c *connState, t int64) bool {
+	for i := 0; i < c.rows.len(); i++ {
+		if it := c.rows.at(i); !it.done {
+			return it.r.StartUS <= t // rows are sorted by start
+		}
+	}
+	return false
+}
+
+func (j *Joiner) unjoined(s *event.Statement) {
+	s.Joined = false
+	j.stats.UnjoinedWire++
+	j.deliver(s)
+}
+
+func (j *Joiner) deliver(s *event.Statement) {
+	if j.groups != nil && s.ConnID != 0 {
+		s.PoolGroup = &j.groups[s.ConnID%uint64(len(j.groups))]
+	}
+	j.emit(s)
+}
+
+// expire gives up the item a reference points to, with everything older on
+// its connection (items leave a connection in order).
+func (j *Joiner) expire(a ageRef) {
+	c := a.c
+	if c.gen != a.gen {
+		return
+	}
+	if c.id != 0 {
+		j.settle(c, true) // last chance for poorly fitting rows
+		if c.gen != a.gen {
+			return // settle emptied and released it
+		}
+	}
+	if a.server {
+		for c.rows.len() > 0 && c.rows.front().seq <= a.seq {
+			if !c.rows.front().done {
+				j.pending--
+				j.stats.UnmatchedServer++
+			}
+			c.rows.pop()
+		}
+	} else {
+		for c.wires.len() > 0 && c.wires.front().seq <= a.seq {
+			j.unjoined(j.popWire(c))
+		}
+	}
+	if c.id != 0 {
+		j.settle(c, false) // what blocked the queue is gone: the rest may match now
+	} else {
+		j.release(c)
+	}
+}
+
+// stale reports whether the item a reference points to is gone already.
+func (a *ageRef) stale() bool {
+	c := a.c
+	if c.gen != a.gen {
+		return true
+	}
+	// Items leave a connection from the front. Rows reordered by
+	// insertSorted may sit behind a newer one; they are then given up with
+	// the newer one's reference, which expire handles by sequence.
+	if a.server {
+		return c.rows.len() == 0 || c.rows.front().seq > a.seq
+	}
+	return c.wires.len() == 0 || c.wires.front().seq > a.seq
+}
+
+// dropStaleRefs pops references to items that were matched meanwhile, so
+// the age queue stays as small as what is really pending.
+func (j *Joiner) dropStaleRefs() {
+	for j.age.len() > 0 && j.age.front().stale() {
+		j.age.pop()
+	}
+}
+
+// enforceBound gives up the oldest items while more than MaxPending are
+// held, and keeps the age queue itself bounded when Flush is rare.
+func (j *Joiner) enforceBound() {
+	j.dropStaleRefs()
+	for j.pending > j.opts.MaxPending || j.age.len() > 4*j.opts.MaxPending {
+		before := j.pending
+		j.expire(j.age.pop())
+		j.stats.Evicted += int64(before - j.pending)
+		j.dropStaleRefs()
+	}
+}
+
+// clientAddr returns the client side of "cli_ip:port>srv_ip:port".
+func clientAddr(conn string) string {
+	i := strings.IndexByte(conn, '>')
+	if i <= 0 {
+		return ""
+	}
+	return canonicalAddr(conn[:i])
+}
+
+// canonicalAddr makes the capture's and the processlist's spelling of a
+// client address agree: MariaDB shows TCP clients from 127.0.0.1 as
+// "localhost:port" even with skip-name-resolve (measured on 10.11).
+func canonicalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "localhost" || host == "::1" || host == "::ffff:127.0.0.1" {
+		host = "127.0.0.1"
+	}
+	if host == addr[:len(host)] && !strings.Contains(host, ":") {
+		return addr // already canonical: avoid allocating on the hot path
+	}
+	return net.JoinHostPort(host, port)
+}

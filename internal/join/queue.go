@@ -1,0 +1,54 @@
+package join
+
+// fifo is a slice-backed first-in first-out queue that reuses its storage:
+// pushes and pops allocate nothing once the backing array has grown to the
+// working-set size, which keeps the joiner's hot path allocation-free.
+type fifo[T any] struct {
+	items []T
+	head  int
+}
+
+func (q *fifo[T]) len() int { return len(q.items) - q.head }
+
+func (q *fifo[T]) push(v T) { q.items = append(q.items, v) }
+
+// at returns a pointer to the i-th element from the front.
+func (q *fifo[T]) at(i int) *T { return &q.items[q.head+i] }
+
+func (q *fifo[T]) front() *T { return &q.items[q.head] }
+
+func (q *fifo[T]) back() *T { return &q.items[len(q.items)-1] }
+
+// pop removes the front element. The slot is zeroed so that the queue does
+// not keep statements alive after they were emitted.
+func (q *fifo[T]) pop() T {
+	var zero T
+	v := q.items[q.head]
+	q.items[q.head] = zero
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	} else if q.head >= 64 && q.head*2 >= len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	return v
+}
+
+// sortBack moves the last element back past elements that sort after it;
+// arrivals are almost always in order, so this is O(1) in practice. It
+// returns the element's position from the front.
+func (q *fifo[T]) sortBack(less func(a, b *T) bool) int {
+	i := len(q.items) - 1
+	for ; i > q.head && less(&q.items[i], &q.items[i-1]); i-- {
+		q.items[i], q.items[i-1] = q.items[i-1], q.items[i]
+	}
+	return i - q.head
+}
+
+// reset empties the queue, keeping its storage.
+func (q *fifo[T]) reset() {
+	clear(q.items)
+	q.items, q.head = q.items[:0], 0
+}

@@ -1,0 +1,129 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/overhead"
+	"github.com/gapscope/gapscope/internal/sandbox"
+	"github.com/gapscope/gapscope/internal/workload"
+)
+
+// OverheadConfigs are what the quick lab compares, baseline first.
+const OverheadConfigs = "ps-off,ps-default,ps-all,optimizer-trace,gapscope-watch"
+
+// OverheadServerArgs start the sandbox with performance_schema on and its
+// defaults, as most servers run (ps-off restarts it without). The buffer
+// pool is neither dumped at shutdown nor loaded at startup: the run preloads
+// the tables itself after a restart, and a background load would compete
+// with the first round after each restart.
+var OverheadServerArgs = []string{"--performance-schema=ON",
+	"--innodb-buffer-pool-dump-at-shutdown=OFF", "--innodb-buffer-pool-load-at-startup=OFF"}
+
+// OverheadOptions tune the overhead scenario; zero values give the quick
+// version (about two minutes here).
+type OverheadOptions struct {
+	Options
+	Configs          string        // default OverheadConfigs
+	Rounds           int           // default 3
+	Duration, Warmup time.Duration // default 5 s and 2 s (negative warm-up: none)
+	Tables, Rows     int           // default 2 x 10,000
+	Threads          int           // default 4
+	Driver           string        // builtin (default) or sysbench
+}
+
+func (o *OverheadOptions) defaults() {
+	if o.Configs == "" {
+		o.Configs = OverheadConfigs
+	}
+	o.Rounds = or(o.Rounds, 3)
+	o.Tables, o.Rows, o.Threads = or(o.Tables, 2), or(o.Rows, 10_000), or(o.Threads, 4)
+	if o.Duration <= 0 {
+		o.Duration = 5 * time.Second
+	}
+	if o.Warmup == 0 {
+		o.Warmup = 2 * time.Second
+	}
+}
+
+func or(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// OverheadResult is the scenario's outcome: the lab fields plus the table.
+// Its JSON has "scenario", "findings" (INSTRUMENTATION_COST per setting
+// above noise), "statements" (none: this lab measures throughput) and
+// "table", "rounds", "method".
+type OverheadResult struct {
+	Result
+	Table    []overhead.Row   `json:"table"`
+	Rounds   []overhead.Round `json:"rounds"`
+	Method   string           `json:"method"`
+	Restored bool             `json:"restored"`
+	Overhead *overhead.Result `json:"-"`
+}
+
+// Overhead reproduces seed 001 on a sandbox: the OLTP workload under
+// performance_schema off, default, all on, optimizer_trace and gapscope
+// watch, in rotated rounds; the costs above noise become findings.
+func Overhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error) {
+	o.defaults()
+	started := time.Now()
+	cs, err := overhead.ParseConfigs(o.Configs)
+	if err != nil {
+		return nil, err
+	}
+	r := &OverheadResult{Result: Result{Scenario: "overhead", Settings: overhead.Names(cs), Statements: []event.Statement{}}}
+	args := OverheadServerArgs
+	inst, err := startSandbox(ctx, o.Options, &r.Result, sandbox.Options{ServerArgs: args})
+	if err != nil {
+		return nil, err
+	}
+	defer inst.Stop()
+	o.step(&r.Result, "OLTP read/write (%s), %d tables x %d rows, %d threads: %d rounds of %s per setting, rotated",
+		driverName(o.Driver), o.Tables, o.Rows, o.Threads, o.Rounds, o.Duration)
+	res, err := overhead.Run(ctx, overhead.Options{DSN: inst.DSN(""), Sandbox: inst, SandboxArgs: args, Configs: cs,
+		Rounds: o.Rounds, Duration: o.Duration, Warmup: o.Warmup, Driver: o.Driver, WatchIface: "lo",
+		Workload: workload.OLTPOptions{Tables: o.Tables, TableSize: o.Rows, Threads: o.Threads},
+		Progress: func(p overhead.Progress) {
+			if p.Last != nil {
+				o.step(&r.Result, "%s", overhead.ProgressLine(p))
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	r.fill(res)
+	r.Elapsed = time.Since(started)
+	return r, nil
+}
+
+func driverName(d string) string {
+	if d == "" {
+		return "builtin"
+	}
+	return d
+}
+
+// fill turns the measurement into the lab's table, findings and lines.
+func (r *OverheadResult) fill(res *overhead.Result) {
+	r.Overhead, r.Table, r.Rounds, r.Method, r.Restored = res, res.Table, res.Rounds, res.Method, res.Restored
+	r.Findings = overhead.Findings(res)
+	if r.Findings == nil {
+		r.Findings = []event.Finding{}
+	}
+	for _, row := range res.Table {
+		if row.AboveNoise == overhead.VerdictBaseline {
+			r.Seen = append(r.Seen, fmt.Sprintf("%s (baseline): median %.0f TPS (%.0f–%.0f)", row.Config, row.TPS, row.TPSMin, row.TPSMax))
+			continue
+		}
+		r.Seen = append(r.Seen, fmt.Sprintf("%s: median %.0f TPS, x%.3f [x%.3f–x%.3f] over %d pairs; above noise: %s",
+			row.Config, row.TPS, row.Ratio, row.RatioLow, row.RatioHigh, row.Pairs, row.AboveNoise))
+	}
+	r.Seen = append(r.Seen, res.Notes...)
+}

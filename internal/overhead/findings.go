@@ -1,0 +1,59 @@
+package overhead
+
+import (
+	"fmt"
+
+	"github.com/gapscope/gapscope/internal/diagnose"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// fixes say what to do about each measured cost.
+var fixes = map[string]string{
+	"ps-default":         "performance_schema's defaults cost this much here; keep it on unless the interval is far below 1 (it is what gapscope and most tools read)",
+	"ps-all":             "enable instruments and consumers per investigation, not all at once: keep statement instruments and events_statements_history_long, switch wait/synch/% and events_waits_% off",
+	"ps-all-timed":       "enable and time instruments per investigation, not all at once: wait/synch/% timing is the costly class",
+	"innodb-metrics-all": "SET GLOBAL innodb_monitor_disable='all', then enable the counters you read (innodb_monitor_enable takes a name, module_ or pattern)",
+	"optimizer-trace":    "SET GLOBAL optimizer_trace='enabled=off'; trace only the session under study (SET SESSION optimizer_trace='enabled=on')",
+	"gapscope-watch":     "run gapscope watch for bounded windows (--duration), or server-side only (--no-capture), on a server this busy",
+	"ps-off":             "performance_schema off is the cheapest setting; the ratio is to your baseline",
+}
+
+// Findings returns an INSTRUMENTATION_COST finding for each configuration
+// whose throughput stands below the baseline above the noise.
+func Findings(res *Result) []event.Finding {
+	var out []event.Finding
+	for _, r := range res.Table {
+		if r.AboveNoise != VerdictYes || r.Ratio >= 1 {
+			continue
+		}
+		out = append(out, costFinding(res, r))
+	}
+	return out
+}
+
+func costFinding(res *Result, r Row) event.Finding {
+	sev := event.SeverityInfo
+	if r.RatioHigh < 0.9 {
+		sev = event.SeverityWarning // at least 10% of throughput, surely
+	}
+	return event.Finding{
+		Code:     diagnose.CodeInstrumentationCost,
+		Severity: sev,
+		Summary: fmt.Sprintf("%s costs %.0f%% of throughput against %s (x%.2f, 95%% interval x%.2f–x%.2f over %d paired rounds)",
+			r.Config, (1-r.Ratio)*100, res.Baseline, r.Ratio, r.RatioLow, r.RatioHigh, r.Pairs),
+		Evidence: map[string]any{
+			"config": r.Config, "baseline": res.Baseline, "ratio": r.Ratio, "ratio_low": r.RatioLow, "ratio_high": r.RatioHigh,
+			"pairs": r.Pairs, "tps_median": r.TPS, "baseline_tps_median": baselineTPS(res), "driver": res.Driver,
+			"threads": res.Threads, "tables": res.Tables, "table_size": res.TableSize, "round_s": res.Duration.Seconds(),
+			"method": Method,
+		},
+		Fix: fixes[r.Config],
+	}
+}
+
+func baselineTPS(res *Result) float64 {
+	if len(res.Table) == 0 {
+		return 0
+	}
+	return res.Table[0].TPS
+}

@@ -1,0 +1,207 @@
+package overhead
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Round is one measured run of the workload under one configuration.
+type Round struct {
+	Config string `json:"config"`
+	// Position is the configuration's place in the rotation (0: baseline).
+	Position int `json:"position"`
+	// Index is the rotation the round belongs to: rounds with the same
+	// Index ran back to back and are compared as a pair.
+	Index   int           `json:"round"`
+	StartUS int64         `json:"t"`
+	TPS     float64       `json:"tps"`
+	QPS     float64       `json:"qps"`
+	LatAvg  time.Duration `json:"lat_avg_ns"`
+	LatP95  time.Duration `json:"lat_p95_ns"`
+	Errors  int64         `json:"errors"`
+}
+
+// Verdicts of Row.AboveNoise.
+const (
+	VerdictBaseline = "baseline"
+	VerdictYes      = "yes"
+	VerdictNo       = "no"
+	VerdictUnknown  = "noise too high to tell"
+)
+
+// Row is one line of the seed-001 table.
+type Row struct {
+	Config   string  `json:"config"`
+	Rounds   int     `json:"rounds"`
+	TPS      float64 `json:"tps_median"`
+	TPSMin   float64 `json:"tps_min"`
+	TPSMax   float64 `json:"tps_max"`
+	QPS      float64 `json:"qps_median"`
+	LatAvgMS float64 `json:"lat_avg_ms"`
+	LatP95MS float64 `json:"lat_p95_ms"`
+	// Ratio is the geometric mean of the paired ratios TPS(config) /
+	// TPS(baseline) of the same rotation; [RatioLow, RatioHigh] is its 95%
+	// confidence interval (0 when fewer than two pairs).
+	Ratio     float64 `json:"ratio"`
+	RatioLow  float64 `json:"ratio_low"`
+	RatioHigh float64 `json:"ratio_high"`
+	Pairs     int     `json:"pairs"`
+	// AboveNoise is one of the Verdict constants.
+	AboveNoise string `json:"above_noise"`
+}
+
+// Method says how Summarize computes the interval, for output beside it.
+const Method = "paired rounds: ratio TPS(config)/TPS(baseline) per rotation; 95% Student t-interval on the mean log ratio " +
+	"(geometric mean ratio, exp(mean ± t·sd/√n)); above noise when the interval excludes 1.0, 'no' when it lies within " +
+	"±resolution of 1.0, else noise too high to tell"
+
+// DefaultResolution is the smallest change worth telling apart (5%): an
+// interval around 1.0 narrower than this says "no"; a wider one cannot
+// rule a real cost out.
+const DefaultResolution = 0.05
+
+// Summarize builds the table: one Row per configuration in the order of
+// configs, the first being the baseline. Rounds of unknown configurations
+// are ignored.
+func Summarize(rounds []Round, configs []string, resolution float64) []Row {
+	if resolution <= 0 {
+		resolution = DefaultResolution
+	}
+	rows := make([]Row, 0, len(configs))
+	for i, name := range configs {
+		mine := roundsOf(rounds, name)
+		r := describe(name, mine)
+		if i == 0 {
+			r.Ratio, r.RatioLow, r.RatioHigh, r.AboveNoise = 1, 1, 1, VerdictBaseline
+			r.Pairs = len(mine)
+		} else {
+			ratios := pairedRatios(roundsOf(rounds, configs[0]), mine)
+			r.Pairs = len(ratios)
+			r.Ratio, r.RatioLow, r.RatioHigh = RatioInterval(ratios)
+			r.AboveNoise = Verdict(r.RatioLow, r.RatioHigh, len(ratios), resolution)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func roundsOf(rounds []Round, name string) []Round {
+	var out []Round
+	for _, r := range rounds {
+		if r.Config == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// describe fills the per-configuration medians, range and latencies.
+func describe(name string, rs []Round) Row {
+	r := Row{Config: name, Rounds: len(rs)}
+	if len(rs) == 0 {
+		return r
+	}
+	tps, qps, avg, p95 := make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs))
+	for i, x := range rs {
+		tps[i], qps[i] = x.TPS, x.QPS
+		avg[i], p95[i] = ms(x.LatAvg), ms(x.LatP95)
+	}
+	r.TPS, r.QPS, r.LatAvgMS, r.LatP95MS = median(tps), median(qps), median(avg), median(p95)
+	r.TPSMin, r.TPSMax = slices.Min(tps), slices.Max(tps)
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// pairedRatios divides each config round by the baseline round of the same
+// rotation; a rotation missing either (an interrupted run) is skipped.
+func pairedRatios(base, cfg []Round) []float64 {
+	var out []float64
+	for _, c := range cfg {
+		for _, b := range base {
+			if b.Index == c.Index && b.TPS > 0 && c.TPS > 0 {
+				out = append(out, c.TPS/b.TPS)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// RatioInterval returns the geometric mean of ratios and its 95%
+// t-interval, computed on log ratios (a ratio's noise is multiplicative:
+// x0.5 and x2 are equally far from 1). With one ratio the interval is
+// unknown (0, 0); with none everything is 0.
+func RatioInterval(ratios []float64) (mean, low, high float64) {
+	n := len(ratios)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	var sum float64
+	logs := make([]float64, n)
+	for i, r := range ratios {
+		logs[i] = math.Log(r)
+		sum += logs[i]
+	}
+	m := sum / float64(n)
+	if n < 2 {
+		return math.Exp(m), 0, 0
+	}
+	var ss float64
+	for _, l := range logs {
+		ss += (l - m) * (l - m)
+	}
+	half := TQuantile975(n-1) * math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+	return math.Exp(m), math.Exp(m - half), math.Exp(m + half)
+}
+
+// Verdict decides whether a ratio interval stands above the noise: "yes"
+// when it excludes 1.0, "no" when it lies within ±resolution of 1.0 (any
+// real difference is smaller than what we care about), otherwise (or with
+// fewer than two pairs) the noise is too high to tell.
+func Verdict(low, high float64, pairs int, resolution float64) string {
+	switch {
+	case pairs < 2 || low <= 0:
+		return VerdictUnknown
+	case high < 1 || low > 1:
+		return VerdictYes
+	case low >= 1-resolution && high <= 1+resolution:
+		return VerdictNo
+	default:
+		return VerdictUnknown
+	}
+}
+
+// t975 holds Student's t 0.975 quantiles for 1..30 degrees of freedom
+// (standard table values).
+var t975 = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+// TQuantile975 returns Student's t 0.975 quantile for df degrees of
+// freedom: the table up to 30, then the Cornish-Fisher expansion around
+// the normal quantile (error < 0.001 beyond 30).
+func TQuantile975(df int) float64 {
+	if df < 1 {
+		return math.Inf(1)
+	}
+	if df <= len(t975) {
+		return t975[df-1]
+	}
+	const z = 1.959964
+	d := float64(df)
+	return z + (z*z*z+z)/(4*d) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*d*d)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,55 @@
+package report
+
+import (
+	"io"
+	"testing"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+func benchStatement() *event.Statement {
+	return &event.Statement{
+		Conn: "127.0.0.1:51234>127.0.0.1:3306", ConnID: 42, User: "app", DB: "shop", Cmd: "COM_QUERY",
+		SQL: "SELECT c FROM sbtest1 WHERE id = ?", Digest: "0123456789abcdef", DigestText: "select c from sbtest1 where id = ?",
+		TReqFirst: 1795304997094600, TReqLast: 1795304997094610, TRespFirst: 1795304997094700, TRespLast: 1795304997094750,
+		ClientUS: 150, RequestUS: 10, QueueUS: 20, ExecUS: 100, DeliveryUS: 20, ServerUS: 100,
+		Rows: 1, ReqBytes: 40, RespBytes: 61, Joined: true,
+	}
+}
+
+func BenchmarkEventWriter(b *testing.B) {
+	w := NewEventWriter(io.Discard)
+	s := benchStatement()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.Write(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Flush()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkEventWriterEncodingJSON is the reference the fast encoder
+// replaces, for comparison.
+func BenchmarkEventWriterEncodingJSON(b *testing.B) {
+	w := NewEventWriter(io.Discard)
+	s := benchStatement()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.enc.Encode(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+func BenchmarkProfileAdd(b *testing.B) {
+	stmts := synthetic(4096)
+	p := NewProfile(ProfileOptions{})
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		p.Add(stmts[i%len(stmts)])
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stmts/s")
+}

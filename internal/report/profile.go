@@ -1,0 +1,574 @@
+// Package report turns statement events and findings into what people and
+// programs read: a per-digest profile (text and JSON), JSON-lines event
+// files, a terminal progress line, and findings as text.
+package report
+
+import (
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
+)
+
+// Metric selects the duration a profile ranks statements by.
+type Metric int
+
+const (
+	// ClientLatency is the wire time, first request byte to last response
+	// byte (Statement.ClientUS).
+	ClientLatency Metric = iota
+	// ServerLatency is the server's own time (Statement.ServerUS), as in a
+	// slow log.
+	ServerLatency
+)
+
+func (m Metric) String() string {
+	if m == ServerLatency {
+		return "server"
+	}
+	return "client"
+}
+
+// Bounds of a profile's memory.
+const (
+	DefaultMaxDigests = 10_000
+	maxNotes          = 50
+	maxConnections    = 1 << 20
+	maxFolded         = 100_000 // distinct digests counted in "(other)"
+	// sketchAccuracy is DDSketch's relative accuracy: every quantile is
+	// within 1% of the true value at its rank.
+	sketchAccuracy = 0.01
+	// sketchBins bounds a sketch; with 1% accuracy 2048 bins span 1 µs to
+	// beyond 10^17 µs, so nothing real collapses.
+	sketchBins = 2048
+	otherText  = "(other)"
+)
+
+// ProfileOptions configures a Profile.
+type ProfileOptions struct {
+	Metric Metric
+	// MaxDigests bounds the distinct digests kept (DefaultMaxDigests if 0);
+	// statements of further digests are folded into one "(other)" row.
+	MaxDigests int
+}
+
+// Profile aggregates statements per digest with mergeable quantile sketches.
+// It is not safe for concurrent use.
+type Profile struct {
+	opts    ProfileOptions
+	digests map[string]*agg
+	// byText and byCmd find the row of statements without a digest
+	// (without text) without building its key: Add allocates nothing for
+	// a known digest.
+	byText    map[string]*agg
+	byCmd     map[string]*agg
+	other     *agg
+	folded    map[string]struct{} // digests folded into other, up to a bound
+	stmts     int64
+	byCommand map[string]int64
+	conns     map[uint64]struct{}
+	connsFull bool
+	firstUS   int64
+	lastUS    int64
+	notes     noteSet
+}
+
+// NewProfile returns an empty profile.
+func NewProfile(opts ProfileOptions) *Profile {
+	if opts.MaxDigests <= 0 {
+		opts.MaxDigests = DefaultMaxDigests
+	}
+	return &Profile{
+		opts:      opts,
+		digests:   map[string]*agg{},
+		byText:    map[string]*agg{},
+		byCmd:     map[string]*agg{},
+		folded:    map[string]struct{}{},
+		byCommand: map[string]int64{},
+		conns:     map[uint64]struct{}{},
+	}
+}
+
+// Add counts one statement. The profile keeps nothing of s.
+func (p *Profile) Add(s *event.Statement) {
+	p.stmts++
+	p.byCommand[s.Cmd]++
+	p.addConn(s)
+	p.addSpan(s)
+	for _, n := range s.Notes {
+		p.notes.add(noteKind(n), true)
+	}
+	p.aggFor(s).add(s, p.latency(s))
+}
+
+// AddNote records a note about the whole profile (a dropped packet count, a
+// degraded mode). Notes are deduplicated and bounded.
+func (p *Profile) AddNote(n string) { p.notes.add(n, false) }
+
+func (p *Profile) latency(s *event.Statement) int64 {
+	v := s.ClientUS
+	if p.opts.Metric == ServerLatency {
+		v = s.ServerUS
+	}
+	return max(v, 0)
+}
+
+// connSeed hashes connection identities; one per process (read only), so
+// that profiles built in the same process merge.
+var connSeed = maphash.MakeSeed()
+
+// addConn remembers a hash of the connection's identity: its address pair
+// when captured, its id when read from a slow log.
+func (p *Profile) addConn(s *event.Statement) {
+	if p.connsFull {
+		return
+	}
+	var h uint64
+	switch {
+	case s.Conn != "":
+		h = maphash.String(connSeed, s.Conn)
+	case s.ConnID != 0:
+		h = maphash.Comparable(connSeed, s.ConnID)
+	default:
+		return
+	}
+	p.conns[h] = struct{}{}
+	p.checkConns()
+}
+
+func (p *Profile) checkConns() {
+	if len(p.conns) >= maxConnections && !p.connsFull {
+		p.connsFull = true
+		p.AddNote(fmt.Sprintf("at least %d distinct connections: the connection count is a lower bound", maxConnections))
+	}
+}
+
+func (p *Profile) addSpan(s *event.Statement) {
+	start := s.TReqFirst
+	if start <= 0 {
+		return
+	}
+	end := max(s.TRespLast, start+p.latency(s))
+	if p.firstUS == 0 || start < p.firstUS {
+		p.firstUS = start
+	}
+	p.lastUS = max(p.lastUS, end)
+}
+
+// aggFor finds or creates the statement's digest row; beyond MaxDigests new
+// digests go to the "(other)" row.
+func (p *Profile) aggFor(s *event.Statement) *agg {
+	var a *agg
+	switch {
+	case s.Digest != "":
+		a = p.digests[s.Digest]
+	case s.DigestText != "":
+		a = p.byText[s.DigestText]
+	default:
+		a = p.byCmd[s.Cmd]
+	}
+	if a != nil {
+		return a
+	}
+	digest, text := digestOf(s)
+	a = p.digests[digest]
+	if a == nil && len(p.digests) < p.opts.MaxDigests {
+		a = newAgg(digest, text)
+		p.digests[digest] = a
+	}
+	if a != nil {
+		p.remember(s, a)
+		return a
+	}
+	if p.other == nil {
+		p.other = newAgg("", otherText)
+	}
+	if len(p.folded) < maxFolded {
+		p.folded[digest] = struct{}{}
+	}
+	return p.other
+}
+
+// remember indexes a row for statements that carry no digest.
+func (p *Profile) remember(s *event.Statement, a *agg) {
+	switch {
+	case s.Digest != "":
+	case s.DigestText != "":
+		p.byText[s.DigestText] = a
+	default:
+		p.byCmd[s.Cmd] = a
+	}
+}
+
+// digestOf returns the statement's digest and text. Commands without SQL
+// (COM_PING, an execute whose PREPARE was not seen) group by command.
+func digestOf(s *event.Statement) (digest, text string) {
+	text = s.DigestText
+	if text == "" {
+		text = "(" + s.Cmd + ")"
+	}
+	if s.Digest != "" {
+		return s.Digest, text
+	}
+	return sqltext.Digest(text), text
+}
+
+// agg is one digest's running totals.
+type agg struct {
+	digest, text string
+	calls        int64
+	totalUS      int64
+	maxUS        int64
+	sketch       *ddsketch.DDSketch
+	rows         int64
+	respBytes    int64
+	errors       int64
+	zeroWindowUS int64
+	joined       int64
+	parts        Parts
+	lockUS       int64
+	rowsExamined int64
+}
+
+func newAgg(digest, text string) *agg {
+	sk, err := ddsketch.LogCollapsingLowestDenseDDSketch(sketchAccuracy, sketchBins)
+	if err != nil {
+		panic(fmt.Sprintf("ddsketch with constant parameters: %v", err)) // unreachable: constants are valid
+	}
+	return &agg{digest: digest, text: text, sketch: sk}
+}
+
+func (a *agg) add(s *event.Statement, us int64) {
+	a.calls++
+	a.totalUS += us
+	a.maxUS = max(a.maxUS, us)
+	// Add fails only for negative or NaN values; us is clamped to >= 0.
+	_ = a.sketch.Add(float64(us))
+	a.rows += s.Rows
+	a.respBytes += s.RespBytes
+	if s.Error != nil {
+		a.errors++
+	}
+	a.zeroWindowUS += s.ZeroWindowUS
+	a.lockUS += s.LockUS
+	a.rowsExamined += s.RowsExamined
+	if s.Joined {
+		a.joined++
+		a.parts.add(s)
+	}
+}
+
+func (a *agg) merge(o *agg) error {
+	a.calls += o.calls
+	a.totalUS += o.totalUS
+	a.maxUS = max(a.maxUS, o.maxUS)
+	a.rows += o.rows
+	a.respBytes += o.respBytes
+	a.errors += o.errors
+	a.zeroWindowUS += o.zeroWindowUS
+	a.joined += o.joined
+	a.lockUS += o.lockUS
+	a.rowsExamined += o.rowsExamined
+	a.parts.merge(o.parts)
+	return a.sketch.MergeWith(o.sketch)
+}
+
+// quantile returns the q-quantile in whole microseconds, never above the
+// exact maximum (the sketch may overshoot it by up to 1%).
+func (a *agg) quantile(q float64) int64 {
+	v, err := a.sketch.GetValueAtQuantile(q)
+	if err != nil {
+		return 0 // empty sketch
+	}
+	return min(int64(math.Round(v)), a.maxUS)
+}
+
+// Parts are totals, in microseconds, of the decomposition of joined
+// statements' client time (DESIGN §2); they sum to ClientUS.
+type Parts struct {
+	ClientUS    int64 `json:"client_us"`
+	RequestUS   int64 `json:"request_us"`
+	QueueUS     int64 `json:"queue_us"`
+	ExecUS      int64 `json:"exec_us"`
+	SendStallUS int64 `json:"send_stall_us"`
+	DeliveryUS  int64 `json:"delivery_us"`
+}
+
+func (p *Parts) add(s *event.Statement) {
+	p.ClientUS += s.ClientUS
+	p.RequestUS += s.RequestUS
+	p.QueueUS += s.QueueUS
+	p.ExecUS += s.ExecUS
+	p.SendStallUS += s.SendStallUS
+	p.DeliveryUS += s.DeliveryUS
+}
+
+func (p *Parts) merge(o Parts) {
+	p.ClientUS += o.ClientUS
+	p.RequestUS += o.RequestUS
+	p.QueueUS += o.QueueUS
+	p.ExecUS += o.ExecUS
+	p.SendStallUS += o.SendStallUS
+	p.DeliveryUS += o.DeliveryUS
+}
+
+// Merge adds o's statements to p, as if they had been added to p directly
+// (quantile sketches merge exactly). Both must rank by the same metric.
+func (p *Profile) Merge(o *Profile) error {
+	if p.opts.Metric != o.opts.Metric {
+		return fmt.Errorf("merging a %s-latency profile into a %s-latency one", o.opts.Metric, p.opts.Metric)
+	}
+	p.stmts += o.stmts
+	for c, n := range o.byCommand {
+		p.byCommand[c] += n
+	}
+	p.mergeConns(o)
+	if o.firstUS != 0 && (p.firstUS == 0 || o.firstUS < p.firstUS) {
+		p.firstUS = o.firstUS
+	}
+	p.lastUS = max(p.lastUS, o.lastUS)
+	p.notes.merge(&o.notes)
+	for _, k := range slices.Sorted(maps.Keys(o.digests)) {
+		if err := p.mergeAgg(o.digests[k]); err != nil {
+			return err
+		}
+	}
+	if o.other != nil {
+		return p.mergeInto(&p.other, o.other)
+	}
+	return nil
+}
+
+// mergeConns unions the connection sets (same process, same hash seed).
+func (p *Profile) mergeConns(o *Profile) {
+	for h := range o.conns {
+		if p.connsFull {
+			return
+		}
+		p.conns[h] = struct{}{}
+		p.checkConns()
+	}
+}
+
+func (p *Profile) mergeAgg(a *agg) error {
+	if mine, ok := p.digests[a.digest]; ok {
+		return mine.merge(a)
+	}
+	if len(p.digests) < p.opts.MaxDigests {
+		c := newAgg(a.digest, a.text)
+		p.digests[a.digest] = c
+		return c.merge(a)
+	}
+	if len(p.folded) < maxFolded {
+		p.folded[a.digest] = struct{}{}
+	}
+	return p.mergeInto(&p.other, a)
+}
+
+func (p *Profile) mergeInto(dst **agg, a *agg) error {
+	if *dst == nil {
+		*dst = newAgg("", otherText)
+	}
+	return (*dst).merge(a)
+}
+
+// noteKind is how a statement's note is counted in the profile: numbers,
+// which differ per statement ("server start moved -157 us ..."), become N,
+// so notes of one kind are counted together. Each statement keeps its own
+// exact note in --events.
+func noteKind(n string) string {
+	if strings.IndexFunc(n, isDigit) < 0 {
+		return n // the common case: no copy
+	}
+	var b strings.Builder
+	inNum := false
+	for _, r := range n {
+		if isDigit(r) || (inNum && r == '.') {
+			if !inNum {
+				b.WriteByte('N')
+				inNum = true
+			}
+			continue
+		}
+		inNum = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+
+// noteSet keeps distinct notes in first-seen order with how many statements
+// carried each (profile notes count none); beyond maxNotes it only counts.
+type noteSet struct {
+	order   []string
+	stmts   map[string]int64
+	dropped int64
+}
+
+func (s *noteSet) add(n string, perStatement bool) {
+	var k int64
+	if perStatement {
+		k = 1
+	}
+	s.addN(n, k)
+}
+
+// addN records note n, carried by k more statements.
+func (s *noteSet) addN(n string, k int64) {
+	if s.stmts == nil {
+		s.stmts = map[string]int64{}
+	}
+	if _, ok := s.stmts[n]; !ok {
+		if len(s.order) >= maxNotes {
+			s.dropped += max(k, 1)
+			return
+		}
+		s.order = append(s.order, n)
+	}
+	s.stmts[n] += k
+}
+
+func (s *noteSet) merge(o *noteSet) {
+	for _, n := range o.order {
+		s.addN(n, o.stmts[n])
+	}
+	s.dropped += o.dropped
+}
+
+func (s *noteSet) list() []string {
+	out := make([]string, 0, len(s.order)+1)
+	for _, n := range s.order {
+		switch k := s.stmts[n]; k {
+		case 0:
+		case 1:
+			n += " (1 statement)"
+		default:
+			n = fmt.Sprintf("%s (%d statements)", n, k)
+		}
+		out = append(out, n)
+	}
+	if s.dropped > 0 {
+		out = append(out, fmt.Sprintf("%d more notes beyond the first %d distinct not shown", s.dropped, maxNotes))
+	}
+	return out
+}
+
+// ProfileResult is a profile's outcome, digests ranked by total time.
+type ProfileResult struct {
+	Metric      string           `json:"metric"`
+	Statements  int64            `json:"statements"`
+	ByCommand   map[string]int64 `json:"by_command"`
+	Connections int64            `json:"connections"`
+	FirstUS     int64            `json:"first_us,omitempty"`
+	LastUS      int64            `json:"last_us,omitempty"`
+	TotalUS     int64            `json:"total_us"`
+	Joined      int64            `json:"joined"`
+	Digests     []DigestRow      `json:"digests"`
+	Notes       []string         `json:"notes"`
+}
+
+// DigestRow is one digest's aggregate. Quantiles come from a DDSketch with
+// 1% relative accuracy; Parts is present when some calls were joined.
+type DigestRow struct {
+	Digest       string `json:"digest"`
+	DigestText   string `json:"digest_text"`
+	Calls        int64  `json:"calls"`
+	TotalUS      int64  `json:"total_us"`
+	P50US        int64  `json:"p50_us"`
+	P95US        int64  `json:"p95_us"`
+	P99US        int64  `json:"p99_us"`
+	MaxUS        int64  `json:"max_us"`
+	Rows         int64  `json:"rows"`
+	RespBytes    int64  `json:"resp_bytes"`
+	Errors       int64  `json:"errors"`
+	ZeroWindowUS int64  `json:"zero_window_us"`
+	SlowLogTotals
+	Joined int64  `json:"joined,omitempty"`
+	Parts  *Parts `json:"parts,omitempty"`
+}
+
+// SlowLogTotals are a digest's slow-log-only totals (zero for wire data).
+// Embedded in DigestRow, so the fields read as d.LockUS and sit inline in
+// JSON.
+type SlowLogTotals struct {
+	LockUS       int64 `json:"lock_us,omitempty"`
+	RowsExamined int64 `json:"rows_examined,omitempty"`
+}
+
+// Result summarises the profile. It may be called repeatedly (a live view)
+// and keeps adding working afterwards.
+func (p *Profile) Result() *ProfileResult {
+	r := &ProfileResult{
+		Metric:      p.opts.Metric.String(),
+		Statements:  p.stmts,
+		ByCommand:   maps.Clone(p.byCommand),
+		Connections: int64(len(p.conns)),
+		FirstUS:     p.firstUS,
+		LastUS:      p.lastUS,
+		Digests:     make([]DigestRow, 0, len(p.digests)+1),
+	}
+	for _, a := range p.digests {
+		r.Digests = append(r.Digests, a.row())
+	}
+	slices.SortFunc(r.Digests, byTotal)
+	if p.other != nil {
+		r.Digests = append(r.Digests, p.other.row())
+	}
+	for _, d := range r.Digests {
+		r.TotalUS += d.TotalUS
+		r.Joined += d.Joined
+	}
+	r.Notes = p.notes.list()
+	if p.other != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s: %d statements of %s digests beyond the %d-digest limit",
+			otherText, p.other.calls, foldedCount(len(p.folded)), p.opts.MaxDigests))
+	}
+	return r
+}
+
+func foldedCount(n int) string {
+	if n >= maxFolded {
+		return fmt.Sprintf("at least %d", n)
+	}
+	return fmt.Sprint(n)
+}
+
+// byTotal orders by total time, then calls, then digest: deterministic.
+func byTotal(a, b DigestRow) int {
+	switch {
+	case a.TotalUS != b.TotalUS:
+		return cmpDesc(a.TotalUS, b.TotalUS)
+	case a.Calls != b.Calls:
+		return cmpDesc(a.Calls, b.Calls)
+	}
+	return strings.Compare(a.Digest, b.Digest)
+}
+
+func cmpDesc(a, b int64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
+func (a *agg) row() DigestRow {
+	r := DigestRow{
+		Digest: a.digest, DigestText: a.text, Calls: a.calls, TotalUS: a.totalUS,
+		P50US: a.quantile(0.50), P95US: a.quantile(0.95), P99US: a.quantile(0.99), MaxUS: a.maxUS,
+		Rows: a.rows, RespBytes: a.respBytes, Errors: a.errors, ZeroWindowUS: a.zeroWindowUS,
+		SlowLogTotals: SlowLogTotals{LockUS: a.lockUS, RowsExamined: a.rowsExamined}, Joined: a.joined,
+	}
+	if a.joined > 0 {
+		parts := a.parts
+		r.Parts = &parts
+	}
+	return r
+}

@@ -1,0 +1,419 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// shape is one synthetic statement kind.
+type shape struct {
+	sql       string
+	cmd       string
+	minUS     int64   // fastest call
+	spanUS    int64   // slowest call is minUS+spanUS
+	skew      int     // u^skew: higher, longer tail
+	rows      int64   // per call
+	bytes     int64   // per call
+	errEvery  int     // every n-th call fails (0: never)
+	joined    bool    // joined with the server: parts are filled
+	queueFrac float64 // of client time, when joined
+	stallFrac float64
+}
+
+var shapes = []shape{
+	{sql: "SELECT c FROM sbtest1 WHERE id = %d", cmd: "COM_QUERY", minUS: 80, spanUS: 4_000, skew: 6, rows: 1, bytes: 180, joined: true, queueFrac: 0.1},
+	{sql: "SELECT 1", cmd: "COM_QUERY", minUS: 40, spanUS: 23_290_000, skew: 40, rows: 1, bytes: 61, joined: true, queueFrac: 0.97},
+	{sql: "SELECT * FROM big WHERE k IN (%d, %d, 7)", cmd: "COM_QUERY", minUS: 2_000, spanUS: 5_100_000, skew: 8, rows: 38_000, bytes: 4_120_000, joined: true, queueFrac: 0.01, stallFrac: 0.8},
+	{sql: "UPDATE sbtest2 SET k = k + 1 WHERE id = %d", cmd: "COM_QUERY", minUS: 300, spanUS: 60_000, skew: 5, errEvery: 50},
+	{sql: "INSERT INTO t (a, b) VALUES (%d, 'x'), (%d, 'y')", cmd: "COM_STMT_EXECUTE", minUS: 500, spanUS: 2_000, skew: 2, rows: 0, bytes: 11},
+	{cmd: "COM_PING", minUS: 20, spanUS: 100, skew: 1, bytes: 11},
+}
+
+// synthetic returns a deterministic statement set: every shape interleaved
+// over 12 connections and 60 seconds, some joined, some failing.
+func synthetic(n int) []*event.Statement {
+	r := &rng{42}
+	norm := sqltext.NewNormalizer(0)
+	const t0 = 1795304997000000
+	out := make([]*event.Statement, 0, n)
+	for i := range n {
+		sh := shapes[r.next()%uint64(len(shapes))]
+		u := r.float()
+		lat := sh.minUS + int64(float64(sh.spanUS)*math.Pow(u, float64(sh.skew)))
+		s := &event.Statement{
+			Conn:      fmt.Sprintf("10.0.0.%d:5%04d>10.0.0.1:3306", 2+i%3, i%12),
+			ConnID:    uint64(100 + i%12),
+			Cmd:       sh.cmd,
+			TReqFirst: t0 + int64(i)*60_000_000/int64(n),
+			ClientUS:  lat,
+			Rows:      sh.rows,
+			RespBytes: sh.bytes,
+		}
+		s.TReqLast = s.TReqFirst + 5
+		s.TRespLast = s.TReqFirst + lat
+		if sh.sql != "" {
+			args := []any{r.next() % 1000, r.next() % 1000}
+			raw := fmt.Sprintf(sh.sql, args[:strings.Count(sh.sql, "%d")]...)
+			s.DigestText, s.Digest = norm.Normalize([]byte(raw))
+			s.SQL = s.DigestText
+		}
+		if sh.errEvery > 0 && i%sh.errEvery == 0 {
+			s.Error = &event.Error{Code: 1213, State: "40001", Msg: "Deadlock found when trying to get lock"}
+		}
+		if sh.joined {
+			join(s, sh)
+		}
+		if i%97 == 0 {
+			s.Notes = []string{"retransmission in response"}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// join fills the five parts so that they sum to ClientUS, as join does.
+func join(s *event.Statement, sh shape) {
+	s.Joined = true
+	s.RequestUS = min(5, s.ClientUS)
+	rest := s.ClientUS - s.RequestUS
+	s.QueueUS = int64(float64(rest) * sh.queueFrac)
+	s.SendStallUS = int64(float64(rest) * sh.stallFrac)
+	s.DeliveryUS = min(rest-s.QueueUS-s.SendStallUS, 10)
+	s.ExecUS = rest - s.QueueUS - s.SendStallUS - s.DeliveryUS
+	s.ServerUS = s.ExecUS + s.SendStallUS
+	if sh.stallFrac > 0 {
+		s.ZeroWindowUS = s.SendStallUS
+	}
+}
+
+func syntheticProfile(t *testing.T) *Profile {
+	t.Helper()
+	p := NewProfile(ProfileOptions{})
+	for _, s := range synthetic(3000) {
+		p.Add(s)
+	}
+	p.AddNote("capture: 3 packets dropped by the kernel")
+	p.AddNote("capture: 3 packets dropped by the kernel")
+	return p
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", name, got)
+	}
+}
+
+func TestProfileGolden(t *testing.T) {
+	res := syntheticProfile(t).Result()
+	var text, js bytes.Buffer
+	if err := WriteProfileText(&text, res, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, res); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "profile.txt", text.Bytes())
+	golden(t, "profile.json", js.Bytes())
+}
+
+func TestEventsGolden(t *testing.T) {
+	var b bytes.Buffer
+	w := NewEventWriter(&b)
+	for _, s := range synthetic(3000)[:25] {
+		if err := w.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "events.jsonl", b.Bytes())
+}
+
+// TestProfileTotals checks the aggregates against sums computed here.
+func TestProfileTotals(t *testing.T) {
+	stmts := synthetic(3000)
+	p := NewProfile(ProfileOptions{})
+	type sums struct{ calls, total, rows, bytes, errs, max int64 }
+	want := map[string]*sums{}
+	for _, s := range stmts {
+		p.Add(s)
+		d, _ := digestOf(s)
+		if want[d] == nil {
+			want[d] = &sums{}
+		}
+		w := want[d]
+		w.calls++
+		w.total += s.ClientUS
+		w.rows += s.Rows
+		w.bytes += s.RespBytes
+		w.max = max(w.max, s.ClientUS)
+		if s.Error != nil {
+			w.errs++
+		}
+	}
+	res := p.Result()
+	if res.Statements != 3000 || res.Connections != 12 || len(res.Digests) != len(shapes) {
+		t.Fatalf("statements %d connections %d digests %d, want 3000 12 %d", res.Statements, res.Connections, len(res.Digests), len(shapes))
+	}
+	for i, d := range res.Digests {
+		w := want[d.Digest]
+		got := sums{d.Calls, d.TotalUS, d.Rows, d.RespBytes, d.Errors, d.MaxUS}
+		if got != *w {
+			t.Errorf("%s: got %+v, want %+v", d.DigestText, got, *w)
+		}
+		if i > 0 && d.TotalUS > res.Digests[i-1].TotalUS {
+			t.Errorf("digest %d has more total time than %d: not sorted", i, i-1)
+		}
+		if !(d.P50US <= d.P95US && d.P95US <= d.P99US && d.P99US <= d.MaxUS) {
+			t.Errorf("%s: quantiles out of order: %d %d %d max %d", d.DigestText, d.P50US, d.P95US, d.P99US, d.MaxUS)
+		}
+		if d.Parts != nil {
+			p := d.Parts
+			if sum := p.RequestUS + p.QueueUS + p.ExecUS + p.SendStallUS + p.DeliveryUS; sum != p.ClientUS || p.ClientUS != d.TotalUS {
+				t.Errorf("%s: parts sum %d, client %d, total %d", d.DigestText, sum, p.ClientUS, d.TotalUS)
+			}
+		}
+	}
+	if res.ByCommand["COM_PING"] == 0 || res.ByCommand["COM_STMT_EXECUTE"] == 0 {
+		t.Errorf("by_command %v misses commands", res.ByCommand)
+	}
+}
+
+// TestQuantileAccuracy: the sketch's quantiles are within 1% of the exact
+// ones on random data spanning five orders of magnitude.
+func TestQuantileAccuracy(t *testing.T) {
+	r := &rng{7}
+	p := NewProfile(ProfileOptions{})
+	vals := make([]int64, 100_000)
+	for i := range vals {
+		// log-uniform from 100 µs to 10 s
+		vals[i] = int64(100 * math.Pow(10, 5*r.float()))
+		p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", ClientUS: vals[i]})
+	}
+	slices.Sort(vals)
+	d := p.Result().Digests[0]
+	for _, c := range []struct {
+		q   float64
+		got int64
+	}{{0.50, d.P50US}, {0.95, d.P95US}, {0.99, d.P99US}} {
+		exact := vals[int(c.q*float64(len(vals)-1))]
+		if diff := math.Abs(float64(c.got - exact)); diff > 0.01*float64(exact)+1 {
+			t.Errorf("p%.0f = %d, exact %d: off by %.2f%%", c.q*100, c.got, exact, 100*diff/float64(exact))
+		}
+	}
+	if d.MaxUS != vals[len(vals)-1] {
+		t.Errorf("max %d, want %d", d.MaxUS, vals[len(vals)-1])
+	}
+}
+
+// TestMerge: merging profiles of two halves equals profiling the whole.
+func TestMerge(t *testing.T) {
+	stmts := synthetic(3000)
+	whole, a, b := NewProfile(ProfileOptions{}), NewProfile(ProfileOptions{}), NewProfile(ProfileOptions{})
+	for i, s := range stmts {
+		whole.Add(s)
+		if i < 1234 {
+			a.Add(s)
+		} else {
+			b.Add(s)
+		}
+	}
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	got, want := a.Result(), whole.Result()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("merged result differs from the whole:\n got %+v\nwant %+v", got, want)
+	}
+	if err := a.Merge(NewProfile(ProfileOptions{Metric: ServerLatency})); err == nil {
+		t.Error("merging profiles of different metrics succeeded")
+	}
+}
+
+func TestDigestCap(t *testing.T) {
+	p := NewProfile(ProfileOptions{MaxDigests: 3})
+	for i := range 10 {
+		for range i + 1 {
+			p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: fmt.Sprintf("select c%d from t", i), ClientUS: 100})
+		}
+	}
+	res := p.Result()
+	if len(res.Digests) != 4 {
+		t.Fatalf("%d rows, want 3 digests + (other)", len(res.Digests))
+	}
+	other := res.Digests[3]
+	if other.DigestText != otherText || other.Calls != 55-6 {
+		t.Errorf("last row %q with %d calls, want (other) with 49", other.DigestText, other.Calls)
+	}
+	if last := res.Notes[len(res.Notes)-1]; !strings.Contains(last, "49 statements of 7 digests beyond the 3-digest limit") {
+		t.Errorf("note %q", last)
+	}
+}
+
+func TestNotesBounded(t *testing.T) {
+	p := NewProfile(ProfileOptions{})
+	// Letters, not numbers: statement notes are counted by kind, numbers
+	// folded (TestProfileCountsNoteKinds).
+	noteN := func(i int) string { return "note " + strings.Repeat("x", i+1) }
+	for i := range maxNotes + 10 {
+		p.AddNote(noteN(i))
+		p.AddNote(noteN(0))
+	}
+	p.Add(&event.Statement{Cmd: "COM_QUERY", Notes: []string{noteN(1)}})
+	notes := p.Result().Notes
+	if len(notes) != maxNotes+1 {
+		t.Fatalf("%d notes, want %d + a summary", len(notes), maxNotes)
+	}
+	if notes[0] != noteN(0) || notes[1] != noteN(1)+" (1 statement)" || !strings.HasPrefix(notes[maxNotes], "10 more notes") {
+		t.Errorf("notes %q ... %q", notes[:2], notes[maxNotes])
+	}
+}
+
+// TestSlowLogGolden: a server-latency profile (slow log) shows rows
+// examined and lock time instead of zero-window time.
+func TestSlowLogGolden(t *testing.T) {
+	p := NewProfile(ProfileOptions{Metric: ServerLatency})
+	for i, s := range synthetic(600) {
+		s.ServerUS = s.ClientUS / 2
+		s.Conn, s.Joined, s.ClientUS = "", false, 0
+		s.LockUS = int64(i % 7 * 10)
+		s.RowsExamined = s.Rows * 3
+		p.Add(s)
+	}
+	res := p.Result()
+	var text, js bytes.Buffer
+	if err := WriteProfileText(&text, res, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, res.Digests[0]); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "slowlog.txt", text.Bytes())
+	golden(t, "slowlog-digest.json", js.Bytes())
+}
+
+func TestServerLatencyMetric(t *testing.T) {
+	p := NewProfile(ProfileOptions{Metric: ServerLatency})
+	p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", ClientUS: 900, ServerUS: 300, ConnID: 8, TReqFirst: 1_000_000})
+	p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", ServerUS: 100, ConnID: 9, TReqFirst: 2_000_000})
+	res := p.Result()
+	d := res.Digests[0]
+	if res.Metric != "server" || d.TotalUS != 400 || d.MaxUS != 300 || res.Connections != 2 {
+		t.Errorf("metric %s total %d max %d conns %d, want server 400 300 2", res.Metric, d.TotalUS, d.MaxUS, res.Connections)
+	}
+	if res.FirstUS != 1_000_000 || res.LastUS != 2_000_100 {
+		t.Errorf("span %d..%d", res.FirstUS, res.LastUS)
+	}
+	if d.Digest != sqltext.Digest("select ?") {
+		t.Errorf("digest %s not computed from the text", d.Digest)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for us, want := range map[int64]string{
+		0: "0µs", 999: "999µs", 1000: "1.00ms", 12_345: "12.3ms", 999_499: "999ms", 999_500: "1.00s",
+		1_234_567: "1.23s", 59_949_999: "59.9s", 59_950_000: "1m00s", 123_000_000: "2m03s", 3_723_000_000: "1h02m",
+	} {
+		if got := duration(us); got != want {
+			t.Errorf("duration(%d) = %q, want %q", us, got, want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 999_999: "999,999", 1_234_567: "1.23M", 2_000_000_000: "2.00G"} {
+		if got := count(n); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestFitText(t *testing.T) {
+	if got := fit("select\n*\tfrom t", 40); got != "select * from t" {
+		t.Errorf("fit kept control characters: %q", got)
+	}
+	if got := fit("select é from a_long_table_name", 10); got != "select é …" {
+		t.Errorf("fit = %q", got)
+	}
+}
+
+func TestFindingsGolden(t *testing.T) {
+	findings := []event.Finding{
+		{Code: "INSTRUMENTATION_COST", Severity: event.SeverityInfo, Summary: "performance_schema consumers cost 29% TPS",
+			Evidence: map[string]any{"ratio": 0.71, "tps_off": 1982.0, "tps_all": 1400}, Fix: "Enable only the statements consumers."},
+		{Code: "POOL_QUEUE", Severity: event.SeverityCritical, Summary: "SELECT 1 waited 23.3 s in thread-pool group 0\nbefore it ran",
+			Evidence: map[string]any{"queue_us": int64(23_289_000), "exec_us": 120, "group": 0, "stall_limit_ms": "60000"},
+			Fix:      "Lower thread_pool_stall_limit or raise thread_pool_size."},
+		{Code: "CLIENT_BACKPRESSURE", Severity: event.SeverityWarning, Summary: "the client stopped reading for 5.0 s",
+			Evidence: map[string]any{"send_stall_us": 5_034_000, "bytes_before_stall": "4.12MB", "tiny": 0.000123}},
+	}
+	var b bytes.Buffer
+	if err := WriteFindingsText(&b, findings); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "findings.txt", b.Bytes())
+	b.Reset()
+	WriteFindingsText(&b, nil)
+	if b.String() != "no findings\n" {
+		t.Errorf("no findings: %q", b.String())
+	}
+}
+
+func TestProfileAddNoAlloc(t *testing.T) {
+	stmts := synthetic(500)
+	p := NewProfile(ProfileOptions{})
+	for _, s := range stmts {
+		p.Add(s) // warm: rows, connections, sketch bins exist
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(2000, func() {
+		p.Add(stmts[i%len(stmts)])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("Profile.Add allocates %.2f times per known statement, want 0", allocs)
+	}
+}
+
+func TestEmptyProfile(t *testing.T) {
+	res := NewProfile(ProfileOptions{}).Result()
+	var js, text bytes.Buffer
+	if err := WriteJSON(&js, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"digests": []`) || !strings.Contains(js.String(), `"notes": []`) {
+		t.Errorf("empty profile JSON has null lists:\n%s", js.String())
+	}
+	if err := WriteProfileText(&text, res, 5); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text.String(), "# 0 statements, 0 connections, 0 digests") {
+		t.Errorf("empty profile text:\n%s", text.String())
+	}
+}

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// WriterOptions bound how much a Writer holds before committing.
+type WriterOptions struct {
+	// BatchRows commits once this many rows are pending. Default 1000.
+	BatchRows int
+	// FlushEvery commits pending rows at least this often. Default 200 ms.
+	FlushEvery time.Duration
+	// OnFlush, when set, is told after every commit how many rows it held
+	// and the error, if any (progress, metrics, tests).
+	OnFlush func(rows int, err error)
+}
+
+// Writer batches rows of one run into transactions: a commit every
+// BatchRows rows or FlushEvery, whichever comes first. Safe for concurrent
+// use. After a failed commit it keeps the rows and reports the error from
+// every later call.
+type Writer struct {
+	s     *Store
+	run   int64
+	opts  WriterOptions
+	mu    sync.Mutex
+	stmts []event.Statement
+	samps []event.Sample
+	finds []findingRow
+	args  []any // reused across commits
+	err   error
+	total int64
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+type findingRow struct {
+	t        int64
+	f        event.Finding
+	evidence string
+}
+
+// NewWriter starts a writer for run.
+func (s *Store) NewWriter(run int64, opts WriterOptions) *Writer {
+	opts.BatchRows = cmp.Or(opts.BatchRows, 1000)
+	opts.FlushEvery = cmp.Or(opts.FlushEvery, 200*time.Millisecond)
+	w := &Writer{s: s, run: run, opts: opts, stmts: make([]event.Statement, 0, opts.BatchRows),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go w.ticker()
+	return w
+}
+
+// Add queues a statement. It copies the statement, so the caller may reuse it.
+func (w *Writer) Add(st *event.Statement) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stmts = append(w.stmts, *st)
+	return w.maybeFlushLocked()
+}
+
+// AddSample queues a server-side sample.
+func (w *Writer) AddSample(sm *event.Sample) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.samps = append(w.samps, *sm)
+	return w.maybeFlushLocked()
+}
+
+// AddFinding queues a finding made at tUS. Evidence that does not marshal
+// to JSON is refused here, so one bad finding never blocks the batch.
+func (w *Writer) AddFinding(tUS int64, f *event.Finding) error {
+	ev, err := json.Marshal(f.Evidence)
+	if err != nil {
+		return fmt.Errorf("storing finding %s: evidence: %w", f.Code, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finds = append(w.finds, findingRow{tUS, *f, string(ev)})
+	return w.maybeFlushLocked()
+}
+
+func (w *Writer) pending() int { return len(w.stmts) + len(w.samps) + len(w.finds) }
+
+func (w *Writer) maybeFlushLocked() error {
+	if w.err != nil || w.pending() < w.opts.BatchRows {
+		return w.err
+	}
+	return w.flushLocked()
+}
+
+// Flush commits every pending row now.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+// Written returns how many rows have been committed.
+func (w *Writer) Written() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.total
+}
+
+// Close stops the timer and commits what is pending.
+func (w *Writer) Close() error {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+	return w.Flush()
+}
+
+func (w *Writer) ticker() {
+	defer close(w.done)
+	t := time.NewTicker(w.opts.FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			_ = w.Flush() // the error sticks and surfaces on the next call
+		}
+	}
+}
+
+func (w *Writer) flushLocked() error {
+	n := w.pending()
+	if w.err != nil || n == 0 {
+		return w.err
+	}
+	err := w.commit()
+	if w.opts.OnFlush != nil {
+		w.opts.OnFlush(n, err)
+	}
+	if err != nil {
+		w.err = fmt.Errorf("writing %d rows to store %s: %w", n, w.s.path, err)
+		return w.err
+	}
+	w.total += int64(n)
+	w.stmts, w.samps, w.finds = w.stmts[:0], w.samps[:0], w.finds[:0]
+	return nil
+}
+
+// commit writes every pending row in one transaction.
+func (w *Writer) commit() error {
+	ctx := context.Background()
+	tx, err := w.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	err = errors.Join(w.insertStatements(ctx, tx), w.insertSamples(ctx, tx), w.insertFindings(ctx, tx))
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// statementColumns are the statements columns a Writer fills, in order.
+const statementColumns = `run_id, conn, conn_id, user, db, cmd, sql, digest, digest_text,
+ t_req_first, t_req_last, t_resp_first, t_resp_last, client_us, request_us, queue_us, exec_us, send_stall_us,
+ delivery_us, server_us, "rows", req_bytes, resp_bytes, error_code, error_state, error_msg, zero_window_us,
+ retransmits, pool_group, joined, notes`
+
+const statementArity = 31
+
+var insertStatement = "INSERT INTO statements (" + statementColumns + ") VALUES (" +
+	strings.TrimSuffix(strings.Repeat("?,", statementArity), ",") + ")"
+
+// insertStatements runs one prepared single-row INSERT per statement: with
+// this driver that beat 16- and 64-row INSERTs by 2x (54k vs 24k rows/s
+// measured side by side), binding many parameters costing more than
+// executing many statements.
+func (w *Writer) insertStatements(ctx context.Context, tx *sql.Tx) error {
+	if len(w.stmts) == 0 {
+		return nil
+	}
+	ps, err := tx.PrepareContext(ctx, insertStatement)
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	for i := range w.stmts {
+		w.args = appendStatementArgs(w.args[:0], w.run, &w.stmts[i])
+		if _, err := ps.ExecContext(ctx, w.args...); err != nil {
+			return err
+		}
+	}
+	clear(w.args) // let the batch's strings go
+	return nil
+}
+
+func appendStatementArgs(args []any, run int64, s *event.Statement) []any {
+	var code, state, msg, group, notes any
+	if s.Error != nil {
+		code, state, msg = int64(s.Error.Code), s.Error.State, s.Error.Msg
+	}
+	if s.PoolGroup != nil {
+		group = int64(*s.PoolGroup)
+	}
+	if len(s.Notes) > 0 {
+		b, _ := json.Marshal(s.Notes) // []string always marshals
+		notes = string(b)
+	}
+	return append(args, run, s.Conn, int64(s.ConnID), s.User, s.DB, s.Cmd, s.SQL, s.Digest, s.DigestText,
+		s.TReqFirst, s.TReqLast, s.TRespFirst, s.TRespLast, s.ClientUS, s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS,
+		s.DeliveryUS, s.ServerUS, s.Rows, s.ReqBytes, s.RespBytes, code, state, msg, s.ZeroWindowUS,
+		int64(s.Retransmits), group, s.Joined, notes)
+}
+
+func (w *Writer) insertSamples(ctx context.Context, tx *sql.Tx) error {
+	if len(w.samps) == 0 {
+		return nil
+	}
+	ps, err := tx.PrepareContext(ctx, "INSERT INTO samples (run_id, t_us, source, name, value, labels) VALUES (?,?,?,?,?,?)")
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	for _, sm := range w.samps {
+		var labels any
+		if len(sm.Labels) > 0 {
+			b, _ := json.Marshal(sm.Labels)
+			labels = string(b)
+		}
+		if _, err := ps.ExecContext(ctx, w.run, sm.TimeUS, sm.Source, sm.Name, sm.Value, labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Writer) insertFindings(ctx context.Context, tx *sql.Tx) error {
+	for _, fr := range w.finds {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO findings (run_id, t_us, code, severity, summary, evidence, fix) VALUES (?,?,?,?,?,?,?)",
+			w.run, fr.t, fr.f.Code, string(fr.f.Severity), fr.f.Summary, fr.evidence, fr.f.Fix); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,413 @@
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/capture"
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/diagnose"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/join"
+	"github.com/gapscope/gapscope/internal/plans"
+)
+
+// engine holds one run's moving parts.
+type engine struct {
+	opts    Options
+	own     *ownAddrs
+	db      *sql.DB
+	addr    string
+	info    collect.ServerInfo
+	caps    collect.Capabilities
+	clock   *collect.Recalibrator
+	cursor  *collect.StatementCursor
+	joiner  *join.Joiner
+	sink    *sink
+	wire    chan *event.Statement
+	notes   noteList
+	server  ServerSideStats
+	serverM sync.Mutex // guards server, pool, status
+	pool    []collect.PoolGroup
+	status  map[string]string
+	drops   atomic.Int64
+	ownHits atomic.Int64
+	restore func(context.Context)
+	plans   *plans.Catcher
+	// link belongs to the poller goroutine; startedAt (the server's start,
+	// Unix seconds, to tell a restart from a lost connection) is guarded by
+	// serverM.
+	link      serverLink
+	startedAt int64
+	// live view state, on the main loop's goroutine
+	liveFindings   []event.Finding
+	liveFindingsAt time.Time
+	liveVars       map[string]string
+}
+
+// noteList collects the run's notes (degraded modes, gaps), deduplicated.
+type noteList struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (n *noteList) add(format string, a ...any) {
+	s := fmt.Sprintf(format, a...)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, x := range n.list {
+		if x == s {
+			return
+		}
+	}
+	n.list = append(n.list, s)
+}
+
+func (n *noteList) all() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.list...)
+}
+
+func nowUS() int64 { return time.Now().UnixMicro() }
+
+// Run watches until ctx ends or opts.Duration passes, then returns what it
+// saw. Cancelling ctx (Ctrl-C) is the normal way to stop: what was captured
+// is joined, diagnosed and returned, not lost.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	opts = opts.withDefaults()
+	e := &engine{opts: opts, own: newOwnAddrs()}
+	if err := e.connect(ctx); err != nil {
+		return nil, err
+	}
+	defer e.db.Close()
+	defer e.restoreSettings()
+	runCtx, stop := ctx, context.CancelFunc(func() {})
+	if opts.Duration > 0 {
+		runCtx, stop = context.WithTimeout(ctx, opts.Duration)
+	}
+	defer stop()
+	started := time.Now()
+	capDone, err := e.startCapture(runCtx)
+	if err != nil {
+		return nil, err
+	}
+	pollDone := e.startPoller(runCtx)
+	plansDone := e.startPlans(runCtx)
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+	e.loop(runCtx)
+	capStats := e.finish(capDone, pollDone)
+	<-plansDone
+	return e.result(capStats, time.Since(started)), nil
+}
+
+// connect opens the server connection and prepares the server side:
+// flavour, consumers, clock, statement cursor, joiner.
+func (e *engine) connect(ctx context.Context) error {
+	db, addr, err := openServer(ctx, e.opts, e.own)
+	if err != nil {
+		return err
+	}
+	e.db, e.addr = db, addr
+	if e.caps, err = collect.GatherCapabilities(ctx, db); err != nil {
+		db.Close()
+		return err
+	}
+	e.info = e.caps.Server
+	table := e.prepareConsumers(ctx)
+	// watch reads no waits: it leaves the server's wait timer as it is.
+	e.clock = &collect.Recalibrator{DB: db, Interval: time.Minute, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
+	if err := e.clock.Once(ctx); err != nil && table != "" {
+		e.notes.add("clock calibration failed (%v): server times cannot be aligned; statements stay unjoined", err)
+		table = ""
+	}
+	e.sink = newSink(e.opts.WindowSize, e.opts.OnStatement)
+	e.wire = make(chan *event.Statement, e.opts.QueueLen)
+	clock, _ := e.clock.Clock()
+	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
+		ThreadPoolSize: e.poolSize()}, func(s *event.Statement) { e.sink.add(s, e.opts.WindowSize) })
+	if table != "" {
+		e.cursor = collect.NewStatementCursor(table)
+		if err := e.cursor.Prime(ctx, db); err != nil {
+			e.notes.add("reading %s failed (%v): wire only", table, err)
+			e.cursor = nil
+		}
+	}
+	e.mapExistingConns(ctx)
+	e.startedAt, _ = e.serverStart(ctx)
+	e.liveVars = e.poolVars(ctx)
+	return nil
+}
+
+// poolVars reads the settings the statement rules name (thread pool), for
+// the live view's findings.
+func (e *engine) poolVars(ctx context.Context) map[string]string {
+	vars, err := collect.GlobalVariables(ctx, e.db)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range vars {
+		if k = strings.ToLower(k); strings.HasPrefix(k, "thread_pool") || k == "thread_handling" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// poolSize is the thread-pool size when connections are served by a pool
+// (group = connection id mod size on MariaDB), else 0.
+func (e *engine) poolSize() int {
+	if e.info.ThreadPool && e.info.ThreadPoolSize > 0 {
+		return e.info.ThreadPoolSize
+	}
+	return 0
+}
+
+// neededConsumers are what watch reads: the long history for statements,
+// current and per-thread history for the clock's marker statement.
+var neededConsumers = []string{"events_statements_current", "events_statements_history", "events_statements_history_long"}
+
+// prepareConsumers returns the statement history table to read, enabling
+// missing consumers when allowed (restored on exit), or "" (wire only) with
+// a note saying how to enable them.
+func (e *engine) prepareConsumers(ctx context.Context) string {
+	if !e.info.PerformanceSchema {
+		e.notes.add("performance_schema is OFF: wire only (no queue/exec split); enable with performance_schema=ON in my.cnf and restart")
+		return ""
+	}
+	var missing []string
+	for _, c := range neededConsumers {
+		if !e.caps.Consumers[c] {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return "events_statements_history_long"
+	}
+	list := "'" + strings.Join(missing, "','") + "'"
+	enable := "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN (" + list + ")"
+	if !e.opts.EnableConsumers {
+		e.notes.add("performance_schema consumers off: %s: wire only; enable them with: %s (or run watch with --enable-consumers)", strings.Join(missing, ", "), enable)
+		return ""
+	}
+	if _, err := e.db.ExecContext(ctx, collect.Mark+" "+enable); err != nil {
+		e.notes.add("could not enable consumers %s (%v): wire only", strings.Join(missing, ", "), err)
+		return ""
+	}
+	e.restore = func(ctx context.Context) {
+		_, _ = e.db.ExecContext(ctx, collect.Mark+" UPDATE performance_schema.setup_consumers SET ENABLED='NO' WHERE NAME IN ("+list+")")
+	}
+	e.notes.add("enabled consumers %s for this run; restored on exit", strings.Join(missing, ", "))
+	return "events_statements_history_long"
+}
+
+func (e *engine) restoreSettings() {
+	if e.restore != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		e.restore(ctx)
+	}
+}
+
+// mapExistingConns tells the joiner the connection ids of connections
+// opened before the capture started (their handshake is not on the wire).
+func (e *engine) mapExistingConns(ctx context.Context) {
+	procs, err := collect.Processlist(ctx, e.db)
+	if err != nil {
+		e.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
+		return
+	}
+	for _, p := range procs {
+		if _, _, err := net.SplitHostPort(p.Host); err == nil {
+			e.joiner.MapConn(p.Host, p.ID)
+		}
+	}
+}
+
+// startCapture opens the live capture; without permission it degrades to
+// server-only and says so.
+func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error) {
+	done := make(chan capture.Stats, 1)
+	if e.opts.NoCapture {
+		e.notes.add("no capture (--no-capture): server-side times only, no queue or delivery")
+		done <- capture.Stats{}
+		return done, nil
+	}
+	iface := e.opts.Iface
+	if iface == "" {
+		var err error
+		if iface, err = pickIface(hostOf(e.addr)); err != nil {
+			return nil, err
+		}
+	}
+	ports := e.opts.Ports
+	if len(ports) == 0 {
+		ports = []uint16{portOf(e.addr)}
+	}
+	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals}, RingMB: e.opts.RingMB})
+	if err != nil {
+		e.notes.add("no capture on %s (%v): server-side times only; run as root or grant CAP_NET_RAW", iface, err)
+		e.opts.NoCapture = true
+		done <- capture.Stats{}
+		return done, nil
+	}
+	go func() {
+		st, err := live.Run(ctx, e.onWire)
+		if err != nil {
+			e.notes.add("capture stopped: %v", err)
+		}
+		done <- st
+	}()
+	return done, nil
+}
+
+// onWire runs on the capture's tracker goroutine: it must never block.
+func (e *engine) onWire(s *event.Statement) {
+	if e.own.isOwn(s.Conn) {
+		e.ownHits.Add(1)
+		return
+	}
+	select {
+	case e.wire <- s:
+	default:
+		e.drops.Add(1)
+	}
+}
+
+// startPlans runs the plan catcher beside the poller when asked.
+func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	if !e.opts.Plans {
+		close(done)
+		return done
+	}
+	e.plans = plans.NewCatcher(e.db, plans.Options{Threshold: e.opts.PlansThreshold})
+	go func() {
+		defer close(done)
+		if err := e.plans.Run(ctx); err != nil && ctx.Err() == nil {
+			e.notes.add("plan catcher stopped: %v", err)
+		}
+	}()
+	return done
+}
+
+// loop feeds wire statements to the joiner and expires old ones until ctx ends.
+func (e *engine) loop(ctx context.Context) {
+	flush := time.NewTicker(100 * time.Millisecond)
+	defer flush.Stop()
+	live := time.NewTicker(e.opts.LiveEvery)
+	defer live.Stop()
+	for {
+		select {
+		case s := <-e.wire:
+			e.joiner.AddWire(s, nowUS())
+		case <-flush.C:
+			e.joiner.Flush(nowUS())
+		case <-live.C:
+			e.drawLive()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// finish stops the capture, drains what it queued, gives the server rows of
+// the last statements time to appear, and flushes the joiner.
+func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) capture.Stats {
+	st := <-capDone
+	<-pollDone
+	for drained := false; !drained; {
+		select {
+		case s := <-e.wire:
+			e.joiner.AddWire(s, nowUS())
+		default:
+			drained = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	time.Sleep(e.opts.PollInterval)
+	e.pollStatements(ctx)
+	e.joiner.FlushAll()
+	return st
+}
+
+func (e *engine) result(st capture.Stats, elapsed time.Duration) *Result {
+	window, groups := e.sink.snapshot()
+	clock, _ := e.clock.Clock()
+	e.serverM.Lock()
+	server := e.server
+	server.QueueDrops = e.drops.Load()
+	server.OwnFiltered = e.ownHits.Load()
+	pool, status := e.pool, e.status
+	e.serverM.Unlock()
+	e.noteLosses(st, server)
+	res := &Result{Server: e.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
+		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds()}
+	e.sink.mu.Lock()
+	for _, n := range e.notes.all() {
+		e.sink.profile.AddNote(n)
+	}
+	res.Profile = e.sink.profile.Result()
+	e.sink.mu.Unlock()
+	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool, status))
+	if e.plans != nil {
+		res.Findings = append(res.Findings, e.plans.Findings()...)
+	}
+	res.Notes = e.notes.all()
+	return res
+}
+
+func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {
+	if d := st.KernelDrops + st.QueueDrops; d > 0 {
+		e.notes.add("capture dropped %d packets (kernel %d, queue %d): some statements are missing or incomplete", d, st.KernelDrops, st.QueueDrops)
+	}
+	if server.QueueDrops > 0 {
+		e.notes.add("joiner queue overflowed: %d wire statements dropped", server.QueueDrops)
+	}
+	if server.RingLost > 0 {
+		e.notes.add("performance_schema ring lost %d statements before they were read: poll faster or raise performance_schema_events_statements_history_long_size", server.RingLost)
+	}
+}
+
+// diagnoseWindow gathers what the rules look at: the statements seen, the
+// settings now, and the pool groups and status of the last slow poll.
+func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGroup, status map[string]string) *diagnose.Window {
+	cores := 0
+	if isLoopback(hostOf(e.addr)) {
+		cores = runtime.NumCPU()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := diagnose.ServerWindow(ctx, e.db, e.caps, cores)
+	if err != nil {
+		e.notes.add("server settings unreadable (%v): configuration rules skipped", err)
+		w = &diagnose.Window{Flavor: e.info.Flavor, Version: e.info.Version}
+	}
+	w.Statements = window
+	if status != nil {
+		w.Status = status
+	}
+	if pool != nil {
+		w.PoolGroups = diagnose.PoolGroupsFrom(pool)
+	}
+	return w
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,113 @@
+package watch
+
+import (
+	"bufio"
+	"fmt"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/diagnose"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// drawLive redraws the terminal view: the worst statements now with their
+// five parts, and queue time per pool group.
+func (e *engine) drawLive() {
+	if e.opts.Live == nil {
+		return
+	}
+	e.sink.mu.Lock()
+	worst := append([]event.Statement(nil), e.sink.worst...)
+	total, joined := e.sink.total, e.sink.joined
+	groups := e.sink.groupList()
+	conns := e.sink.topConns(5)
+	e.sink.mu.Unlock()
+	e.refreshLiveFindings()
+	w := bufio.NewWriter(e.opts.Live)
+	defer w.Flush()
+	fmt.Fprint(w, "\x1b[H\x1b[2J")
+	fmt.Fprintf(w, "gapscope watch  %s  statements %d  joined %d  dropped %d  pending %d\n\n",
+		time.Now().Format(time.TimeOnly), total, joined, e.drops.Load(), e.joiner.Pending())
+	writeWorst(w, worst)
+	writeGroups(w, groups)
+	writeConns(w, conns)
+	writeLiveFindings(w, e.liveFindings)
+}
+
+// liveFindingsEvery is how often the live view re-runs the statement rules,
+// on the latest liveFindingsWindow statements.
+const (
+	liveFindingsEvery  = 5 * time.Second
+	liveFindingsWindow = 10_000
+)
+
+func (e *engine) refreshLiveFindings() {
+	if time.Since(e.liveFindingsAt) < liveFindingsEvery {
+		return
+	}
+	e.liveFindingsAt = time.Now()
+	w := &diagnose.Window{Statements: e.sink.recent(liveFindingsWindow), Vars: e.liveVars}
+	e.liveFindings = diagnose.Run(w, diagnose.StatementRules()...)
+}
+
+func writeConns(w *bufio.Writer, conns []ConnSummary) {
+	if len(conns) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%-28s %-8s %-11s %-10s %-10s\n", "connection", "id", "statements", "queue", "stall")
+	for _, c := range conns {
+		fmt.Fprintf(w, "%-28s %-8d %-11d %-10s %-10s\n", clip(c.Conn, 28), c.ConnID, c.Statements, dur(c.QueueUS), dur(c.StallUS))
+	}
+}
+
+func writeLiveFindings(w *bufio.Writer, fs []event.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfindings (last 10k statements):")
+	for _, f := range fs {
+		fmt.Fprintf(w, "  %s [%s] %s\n", f.Code, f.Severity, clip(f.Summary, 150))
+	}
+}
+
+func writeWorst(w *bufio.Writer, worst []event.Statement) {
+	fmt.Fprintf(w, "%-10s %-9s %-9s %-9s %-9s %-9s  %-22s %s\n", "client", "request", "queue", "exec", "stall", "delivery", "connection", "statement")
+	for _, s := range worst {
+		fmt.Fprintf(w, "%-10s %-9s %-9s %-9s %-9s %-9s  %-22s %s\n", dur(s.ClientUS), part(s, s.RequestUS), part(s, s.QueueUS),
+			part(s, s.ExecUS), part(s, s.SendStallUS), part(s, s.DeliveryUS), clip(s.Conn, 22), clip(s.SQL, 60))
+	}
+}
+
+func writeGroups(w *bufio.Writer, groups []GroupSummary) {
+	if len(groups) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%-6s %-10s %-12s %-12s\n", "group", "statements", "queue total", "max queue")
+	for _, g := range groups {
+		fmt.Fprintf(w, "%-6d %-10d %-12s %-12s\n", g.Group, g.Statements, dur(g.QueueUS), dur(g.MaxQueueUS))
+	}
+}
+
+func part(s event.Statement, us int64) string {
+	if !s.Joined {
+		return "-"
+	}
+	return dur(us)
+}
+
+func dur(us int64) string {
+	switch {
+	case us >= 1_000_000:
+		return fmt.Sprintf("%.2fs", float64(us)/1e6)
+	case us >= 1000:
+		return fmt.Sprintf("%.1fms", float64(us)/1e3)
+	}
+	return fmt.Sprintf("%dµs", us)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,254 @@
+package watch
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+)
+
+// startPoller reads the server on its own schedule until ctx ends. It never
+// touches the capture; a slow or lost server only delays joins.
+func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		go func() { _ = e.clock.Run(ctx) }()
+		every := e.opts.PollInterval
+		t := time.NewTimer(every)
+		defer t.Stop()
+		lastSlow := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rows, lost := e.pollStatements(ctx)
+			every = e.nextInterval(every, rows, lost)
+			if time.Since(lastSlow) >= slowPollEvery {
+				e.pollSlow(ctx)
+				lastSlow = time.Now()
+			}
+			t.Reset(every)
+		}
+	}()
+	return done
+}
+
+// slowPollEvery is how often thread-pool groups, status and the processlist
+// mapping are read.
+const slowPollEvery = time.Second
+
+// nextInterval adapts polling to the statement rate: performance_schema's
+// history_long is a ring (1,000 rows by default on MariaDB), so a busy
+// server overwrites rows before a 200 ms poll reads them (measured: 25-33%
+// joined under sysbench with the default ring). A poll that lost rows or
+// came back more than half full halves the interval; a quiet one lets it
+// grow back to the configured value.
+func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Duration {
+	ring := e.info.HistoryLongSize
+	if ring <= 0 {
+		ring = 1000
+	}
+	switch {
+	case lost > 0 || rows*2 > ring:
+		if every > e.opts.MinPollInterval {
+			every = max(every/2, e.opts.MinPollInterval)
+			e.notes.add("statement history ring (%d rows) fills between polls: polling faster; raise performance_schema_events_statements_history_long_size (startup option) on busy servers", ring)
+		}
+	case rows*8 < ring && every < e.opts.PollInterval:
+		every = min(every*2, e.opts.PollInterval)
+	}
+	return every
+}
+
+// pollStatements reads new statement history rows into the joiner. When
+// the server is lost it backs off and resumes (re-calibrating, and starting
+// a new cursor if the server restarted); statements in the gap stay
+// unjoined, and the gap is noted. The capture is never held up.
+func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
+	if e.cursor == nil || !e.link.ready(time.Now()) {
+		return 0, 0
+	}
+	if e.link.down && !e.resume(ctx) {
+		e.link.failed(time.Now(), e.opts.PollInterval)
+		return 0, 0
+	}
+	clock, _ := e.clock.Clock()
+	got, lost, err := e.cursor.Poll(ctx, e.db, clock)
+	e.serverM.Lock()
+	e.server.Polls++
+	if err != nil {
+		e.server.PollErrors++
+	} else {
+		e.server.Rows += int64(len(got))
+		e.server.RingLost += lost
+	}
+	e.serverM.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			e.notes.add("lost the server at %s (%v): statements in the gap stay unjoined; retrying with backoff", time.Now().Format(time.TimeOnly), err)
+			e.link.failed(time.Now(), e.opts.PollInterval)
+		}
+		return 0, 0
+	}
+	e.joiner.AddServer(got, nowUS())
+	if e.opts.NoCapture {
+		e.addServerOnly(got)
+	}
+	return len(got), lost
+}
+
+// serverLink tracks a lost server connection and when to retry it.
+type serverLink struct {
+	down    bool
+	since   time.Time
+	backoff time.Duration
+	retryAt time.Time
+}
+
+// maxBackoff caps the wait between reconnection attempts.
+const maxBackoff = 5 * time.Second
+
+func (l *serverLink) ready(now time.Time) bool { return !l.down || !now.Before(l.retryAt) }
+
+func (l *serverLink) failed(now time.Time, first time.Duration) {
+	if !l.down {
+		l.down, l.since, l.backoff = true, now, first
+	} else {
+		l.backoff = min(2*l.backoff, maxBackoff)
+	}
+	l.retryAt = now.Add(l.backoff)
+}
+
+// resume reconnects after a loss. A server that restarted has a new timer
+// origin, new thread ids and its startup consumer settings: the clock, the
+// consumers and the cursor all start over. The restart shows in the clock
+// itself (the origin moves by the downtime) or in Uptime.
+func (e *engine) resume(ctx context.Context) bool {
+	if err := e.db.PingContext(ctx); err != nil {
+		return false
+	}
+	prev, _ := e.clock.Clock()
+	c, calErr := collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true})
+	moved := calErr == nil && absInt64(c.OriginUS-prev.OriginUS) > restartJumpUS
+	restarted := e.serverRestarted(ctx) || moved || calErr != nil
+	if restarted {
+		if !e.restartCursor(ctx) {
+			return false
+		}
+		e.joiner.Reset() // connection and thread ids start over
+	}
+	if calErr != nil { // history was off until the consumers came back
+		if c, calErr = collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true}); calErr != nil {
+			return false
+		}
+	}
+	e.clock.Set(c)
+	e.serverM.Lock()
+	e.server.Reconnects++
+	e.serverM.Unlock()
+	what := "reconnected"
+	if restarted {
+		what = "the server had restarted: re-calibrated the clock and restarted the statement cursor"
+	}
+	e.notes.add("server back at %s after %s (%s)", time.Now().Format(time.TimeOnly), time.Since(e.link.since).Round(time.Millisecond), what)
+	e.link = serverLink{}
+	return true
+}
+
+// restartJumpUS: a timer origin that moved more than this means a restart
+// (calibration error is tens of µs).
+const restartJumpUS = 100_000
+
+// restartCursor re-reads what the server offers and starts a new cursor.
+func (e *engine) restartCursor(ctx context.Context) bool {
+	caps, err := collect.GatherCapabilities(ctx, e.db)
+	if err != nil {
+		return false
+	}
+	e.caps, e.info = caps, caps.Server
+	table := e.prepareConsumers(ctx)
+	if table == "" {
+		return false
+	}
+	c := collect.NewStatementCursor(table)
+	if err := c.Prime(ctx, e.db); err != nil {
+		return false
+	}
+	e.cursor = c
+	return true
+}
+
+func absInt64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// serverRestarted compares when the server says it started (now − Uptime,
+// good to a second) with the last start seen.
+func (e *engine) serverRestarted(ctx context.Context) bool {
+	start, ok := e.serverStart(ctx)
+	if !ok {
+		return true // cannot tell: start over, which is always safe
+	}
+	e.serverM.Lock()
+	defer e.serverM.Unlock()
+	restarted := e.startedAt == 0 || start-e.startedAt > restartSlackS
+	e.startedAt = start
+	return restarted
+}
+
+// restartSlackS absorbs Uptime's one-second resolution.
+const restartSlackS = 2
+
+// serverStart returns the server's start as Unix seconds.
+func (e *engine) serverStart(ctx context.Context) (int64, bool) {
+	status, err := collect.GlobalStatus(ctx, e.db)
+	if err != nil {
+		return 0, false
+	}
+	return startFromUptime(status)
+}
+
+func startFromUptime(status map[string]string) (int64, bool) {
+	up, err := strconv.ParseInt(status["Uptime"], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Now().Unix() - up, true
+}
+
+// addServerOnly reports server statements as such when there is no wire.
+func (e *engine) addServerOnly(rows []collect.ServerStatement) {
+	for i := range rows {
+		s := serverStatement(&rows[i])
+		e.sink.add(s, e.opts.WindowSize)
+	}
+}
+
+// pollSlow reads thread-pool groups and status, and maps connections that
+// appeared without a visible handshake.
+func (e *engine) pollSlow(ctx context.Context) {
+	var pool []collect.PoolGroup
+	if e.info.ThreadPoolTables {
+		pool, _ = collect.ThreadPoolGroups(ctx, e.db)
+	}
+	status, err := collect.GlobalStatus(ctx, e.db)
+	e.serverM.Lock()
+	if pool != nil {
+		e.pool = pool
+	}
+	if err == nil {
+		e.status = status
+		if start, ok := startFromUptime(status); ok && e.startedAt == 0 {
+			e.startedAt = start
+		}
+	}
+	e.serverM.Unlock()
+	e.mapExistingConns(ctx)
+}

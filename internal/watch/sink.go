@@ -1,0 +1,183 @@
+package watch
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
+)
+
+// GroupSummary is the time of one thread-pool group's statements: the view
+// that shows "slow connections are always slow" (seed 004).
+type GroupSummary struct {
+	Group      int   `json:"group"`
+	Statements int64 `json:"statements"`
+	ClientUS   int64 `json:"client_us"`
+	QueueUS    int64 `json:"queue_us"`
+	MaxQueueUS int64 `json:"max_queue_us"`
+}
+
+// sink receives statements after the join; the joiner calls it from
+// whichever goroutine fed it, so everything is under one lock.
+type sink struct {
+	mu      sync.Mutex
+	profile *report.Profile
+	window  []event.Statement // ring of the last cap statements
+	next    int
+	full    bool
+	groups  map[int]*GroupSummary
+	worst   []event.Statement // slowest recent statements for the live view
+	onStmt  func(*event.Statement)
+	total   int64
+	joined  int64
+	conns   map[string]*ConnSummary
+}
+
+// ConnSummary is one connection's time, for the live view's per-connection
+// block.
+type ConnSummary struct {
+	Conn       string
+	ConnID     uint64
+	Statements int64
+	ClientUS   int64
+	QueueUS    int64
+	StallUS    int64
+}
+
+// maxConnSummaries bounds the per-connection tallies (10k connections fit).
+const maxConnSummaries = 20_000
+
+func newSink(windowSize int, onStmt func(*event.Statement)) *sink {
+	return &sink{
+		profile: report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency}),
+		window:  make([]event.Statement, 0, min(windowSize, 4096)),
+		groups:  map[int]*GroupSummary{},
+		conns:   map[string]*ConnSummary{},
+		onStmt:  onStmt,
+	}
+}
+
+func (k *sink) add(s *event.Statement, windowSize int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.total++
+	if s.Joined {
+		k.joined++
+	}
+	k.profile.Add(s)
+	k.keep(*s, windowSize)
+	k.addGroup(s)
+	k.addConn(s)
+	k.addWorst(*s)
+	if k.onStmt != nil {
+		k.onStmt(s)
+	}
+}
+
+func (k *sink) keep(s event.Statement, windowSize int) {
+	if len(k.window) < windowSize {
+		k.window = append(k.window, s)
+		return
+	}
+	k.window[k.next] = s
+	k.next = (k.next + 1) % windowSize
+	k.full = true
+}
+
+func (k *sink) addGroup(s *event.Statement) {
+	if s.PoolGroup == nil || !s.Joined {
+		return
+	}
+	g := k.groups[*s.PoolGroup]
+	if g == nil {
+		g = &GroupSummary{Group: *s.PoolGroup}
+		k.groups[*s.PoolGroup] = g
+	}
+	g.Statements++
+	g.ClientUS += s.ClientUS
+	g.QueueUS += s.QueueUS
+	g.MaxQueueUS = max(g.MaxQueueUS, s.QueueUS)
+}
+
+func (k *sink) addConn(s *event.Statement) {
+	c := k.conns[s.Conn]
+	if c == nil {
+		if len(k.conns) >= maxConnSummaries {
+			return
+		}
+		c = &ConnSummary{Conn: s.Conn, ConnID: s.ConnID}
+		k.conns[s.Conn] = c
+	}
+	c.Statements++
+	c.ClientUS += s.ClientUS
+	c.QueueUS += s.QueueUS
+	c.StallUS += s.SendStallUS
+}
+
+// topConns returns the n connections that lost the most time to waiting
+// (queue + stall), then to client time.
+func (k *sink) topConns(n int) []ConnSummary {
+	out := make([]ConnSummary, 0, len(k.conns))
+	for _, c := range k.conns {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b ConnSummary) int {
+		return cmp.Or(cmp.Compare(b.QueueUS+b.StallUS, a.QueueUS+a.StallUS), cmp.Compare(b.ClientUS, a.ClientUS))
+	})
+	return out[:min(n, len(out))]
+}
+
+// recent returns up to n of the latest statements.
+func (k *sink) recent(n int) []event.Statement {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	size := len(k.window)
+	n = min(n, size)
+	out := make([]event.Statement, 0, n)
+	if !k.full {
+		return append(out, k.window[size-n:]...)
+	}
+	for i := n; i > 0; i-- {
+		out = append(out, k.window[(k.next-i+size)%size])
+	}
+	return out
+}
+
+// worstKeep is how many slow statements the live view remembers.
+const worstKeep = 10
+
+func (k *sink) addWorst(s event.Statement) {
+	if len(k.worst) == worstKeep && s.ClientUS <= k.worst[len(k.worst)-1].ClientUS {
+		return
+	}
+	k.worst = append(k.worst, s)
+	slices.SortFunc(k.worst, func(a, b event.Statement) int { return cmp.Compare(b.ClientUS, a.ClientUS) })
+	if len(k.worst) > worstKeep {
+		k.worst = k.worst[:worstKeep]
+	}
+}
+
+// snapshot returns the window in arrival order and the group summaries.
+func (k *sink) snapshot() ([]event.Statement, []GroupSummary) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	w := make([]event.Statement, 0, len(k.window))
+	if k.full {
+		w = append(w, k.window[k.next:]...)
+		w = append(w, k.window[:k.next]...)
+	} else {
+		w = append(w, k.window...)
+	}
+	return w, k.groupList()
+}
+
+func (k *sink) groupList() []GroupSummary {
+	out := make([]GroupSummary, 0, len(k.groups))
+	for _, g := range k.groups {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b GroupSummary) int { return cmp.Compare(a.Group, b.Group) })
+	return out
+}

@@ -1,0 +1,170 @@
+// Package watch runs gapscope's main job live: it captures the wire,
+// polls performance_schema on its own schedule, joins the two per statement
+// and decomposes each statement's time (DESIGN §2). The capture never waits
+// for the server side: the two meet only in the joiner, through a bounded
+// queue whose overflow is counted, never blocking.
+//
+// It sits above capture, collect, join and diagnose and below cmd and lab
+// (an orchestrator, like lab; DESIGN §3 had the wiring in cmd, but labs run
+// the same engine in-process, so it lives here).
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/capture"
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/join"
+	"github.com/gapscope/gapscope/internal/report"
+)
+
+// Options configure a watch run. Zero values pick sane defaults.
+type Options struct {
+	DSN          string
+	DefaultsFile string
+	// Iface to capture on; "" picks the interface that reaches the server
+	// ("lo" for a local server).
+	Iface string
+	// Ports are the server ports on the wire; default: the DSN's port.
+	Ports []uint16
+	// RingMB is the kernel capture ring's size (0: capture's default).
+	RingMB int
+	// Duration stops the run after this long; 0 runs until ctx ends.
+	Duration time.Duration
+	// PollInterval is the longest interval between performance_schema reads
+	// (default 1 s: each read scans the whole history ring on the server;
+	// polling adapts faster when the ring fills).
+	PollInterval time.Duration
+	// MinPollInterval bounds how fast polling may go when the ring fills
+	// (default 250 ms: every read scans the ring on the server and costs
+	// its throughput; see README's performance section).
+	MinPollInterval time.Duration
+	// MaxWait is how long a statement waits for its other half (default 5 s).
+	MaxWait time.Duration
+	// KeepLiterals keeps SQL literals in the output (redacted by default).
+	KeepLiterals bool
+	// NoCapture runs without the wire (server-side only), as when the user
+	// has no capture permission.
+	NoCapture bool
+	// EnableConsumers turns on the performance_schema consumers watch needs
+	// when they are off, and restores them on exit.
+	EnableConsumers bool
+	// OnStatement receives every statement after the join (joined or not).
+	// It runs on the joiner's goroutine and must be quick.
+	OnStatement func(*event.Statement)
+	// Live, when set, gets a refreshed terminal view every LiveEvery.
+	Live      io.Writer
+	LiveEvery time.Duration
+	// Plans catches the live plans of statements running longer than
+	// PlansThreshold and reports PLAN_FLIP (internal/plans).
+	Plans          bool
+	PlansThreshold time.Duration
+	// Ready, when set, is called once the capture and the poller run: what
+	// happens from then on is seen.
+	Ready func()
+	// WindowSize bounds the statements kept for the diagnosis (default 50k).
+	WindowSize int
+	// QueueLen bounds wire statements waiting for the joiner (default 64k).
+	QueueLen int
+}
+
+func (o Options) withDefaults() Options {
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.MinPollInterval <= 0 {
+		o.MinPollInterval = 250 * time.Millisecond
+	}
+	o.MinPollInterval = min(o.MinPollInterval, o.PollInterval)
+	if o.MaxWait <= 0 {
+		o.MaxWait = 5 * time.Second
+	}
+	if o.LiveEvery <= 0 {
+		o.LiveEvery = time.Second
+	}
+	if o.WindowSize <= 0 {
+		o.WindowSize = 50_000
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = 65_536
+	}
+	return o
+}
+
+// Result is what a watch run saw.
+type Result struct {
+	Server     collect.ServerInfo    `json:"server"`
+	Profile    *report.ProfileResult `json:"profile"`
+	Findings   []event.Finding       `json:"findings"`
+	Capture    capture.Stats         `json:"capture"`
+	Join       join.Stats            `json:"join"`
+	ServerSide ServerSideStats       `json:"server_side"`
+	Clock      collect.Clock         `json:"clock"`
+	Groups     []GroupSummary        `json:"pool_groups,omitempty"`
+	Notes      []string              `json:"notes"`
+	ElapsedUS  int64                 `json:"elapsed_us"`
+	// Window holds the most recent statements (bounded by WindowSize), the
+	// input of the diagnosis; labs assert on it.
+	Window []event.Statement `json:"-"`
+}
+
+// ServerSideStats counts what the poller did.
+type ServerSideStats struct {
+	Polls       int64 `json:"polls"`
+	PollErrors  int64 `json:"poll_errors"`
+	Rows        int64 `json:"rows"`
+	RingLost    int64 `json:"ring_lost"`
+	Reconnects  int64 `json:"reconnects"`
+	QueueDrops  int64 `json:"queue_drops"`
+	OwnFiltered int64 `json:"own_filtered"`
+}
+
+// portOf extracts the port of a host:port address (3306 when absent).
+func portOf(addr string) uint16 {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 3306
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n > 65535 {
+		return 3306
+	}
+	return uint16(n)
+}
+
+// hostOf extracts the host of a host:port address.
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}
+
+// pingTimeout bounds the first connection attempt so a wrong DSN fails fast.
+const pingTimeout = 10 * time.Second
+
+func openServer(ctx context.Context, opts Options, own *ownAddrs) (*sql.DB, string, error) {
+	cfg, err := collect.Config(opts.DSN, opts.DefaultsFile)
+	if err != nil {
+		return nil, "", err
+	}
+	if cfg.Net != "tcp" && opts.Iface == "" && !opts.NoCapture {
+		return nil, "", fmt.Errorf("the DSN uses %s, which cannot be captured on the wire; use a tcp(host:port) DSN or --no-capture", cfg.Net)
+	}
+	cfg.DialFunc = own.dial
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	db, err := collect.OpenConfig(pctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return db, cfg.Addr, nil
+}

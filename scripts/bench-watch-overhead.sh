@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench-watch-overhead.sh: what `gapscope watch` costs a busy server (issue 4:
+# median cost <= 3% of TPS on sysbench oltp_read_write). On a private sandbox
+# (performance_schema=ON, its defaults), the real sysbench runs in rounds that
+# alternate without and with `gapscope watch --enable-consumers` running as a
+# separate process (capture on lo + performance_schema polling; the consumers
+# it turns on are part of its cost). Each "with" round is paired with the
+# "without" round before it; the script prints per mode the median TPS and
+# min-max, the median of the paired ratios with their range, and what watch
+# saw (statements joined, packets dropped) so a watch that saw nothing cannot
+# pass for a cheap one.
+#
+# Environment: ROUNDS (pairs, default 3), DURATION (seconds per round, 20),
+# THREADS (4), TABLES (4), ROWS (20000), WARMUP (seconds before each round, 3),
+# GAPSCOPE (binary; built into a temp dir when unset).
+# Needs root or CAP_NET_RAW (live capture) and sysbench. The machine's other
+# load is noise: the script prints the load average before and after.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-20}
+THREADS=${THREADS:-4}
+TABLES=${TABLES:-4}
+ROWS=${ROWS:-20000}
+WARMUP=${WARMUP:-3}
+WORK=$(mktemp -d /tmp/gapscope-bench-watch.XXXXXX)
+LAB="$WORK/lab"
+
+die() { echo "bench-watch-overhead: $*" >&2; exit 1; }
+command -v sysbench >/dev/null || die "sysbench not found (make deps installs it)"
+command -v python3 >/dev/null || die "python3 not found"
+
+GAPSCOPE=${GAPSCOPE:-}
+if [ -z "$GAPSCOPE" ]; then
+  go build -o "$WORK/gapscope" ./cmd/gapscope
+  GAPSCOPE="$WORK/gapscope"
+fi
+
+WATCH_PID=
+cleanup() {
+  if [ -n "$WATCH_PID" ]; then kill -INT "$WATCH_PID" 2>/dev/null || true; wait "$WATCH_PID" 2>/dev/null || true; fi
+  "$GAPSCOPE" lab down --dir "$LAB" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+"$GAPSCOPE" lab up --dir "$LAB" --opt=--performance-schema=ON >"$WORK/up.txt"
+PORT=$(sed -n 's/.*DSN: *root@tcp(127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$WORK/up.txt")
+[ -n "$PORT" ] || die "could not read the sandbox port from: $(cat "$WORK/up.txt")"
+DSN="root@tcp(127.0.0.1:$PORT)/"
+SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
+    --mysql-db=sbtest --tables="$TABLES" --table-size="$ROWS" --threads="$THREADS")
+
+mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
+echo "bench-watch-overhead: sandbox on port $PORT; preparing $TABLES x $ROWS rows"
+"${SB[@]}" prepare >/dev/null
+
+# run_round MODE I: warm up, then one measured sysbench run; prints its TPS.
+run_round() {
+  local mode=$1 i=$2
+  if [ "$mode" = with ]; then
+    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --enable-consumers --no-live >"$WORK/watch-$i.txt" 2>"$WORK/watch-$i.err" &
+    WATCH_PID=$!
+    sleep 2 # connect, calibrate, start the capture
+    kill -0 "$WATCH_PID" 2>/dev/null || die "gapscope watch exited: $(cat "$WORK/watch-$i.err")"
+  fi
+  [ "$WARMUP" -gt 0 ] && "${SB[@]}" --time="$WARMUP" run >/dev/null
+  "${SB[@]}" --time="$DURATION" run >"$WORK/sb-$mode-$i.txt"
+  if [ "$mode" = with ]; then
+    kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "gapscope watch failed: $(tail -3 "$WORK/watch-$i.err")"
+    WATCH_PID=
+  fi
+  sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$WORK/sb-$mode-$i.txt"
+}
+
+echo "bench-watch-overhead: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for i in $(seq 1 "$ROUNDS"); do
+  off=$(run_round without "$i")
+  on=$(run_round with "$i")
+  seen=$(grep -o 'joined [0-9]* of [0-9]* wire statements' "$WORK/watch-$i.txt" || echo "watch summary missing")
+  drops=$(grep -io '[0-9]* dropped' "$WORK/watch-$i.txt" | head -1 || true)
+  echo "round $i/$ROUNDS: without $off TPS, with watch $on TPS ($seen${drops:+, $drops})"
+  echo "$off $on" >>"$WORK/pairs.txt"
+done
+echo "bench-watch-overhead: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$WORK/pairs.txt" "$DURATION" "$THREADS" "$TABLES" "$ROWS" <<'PY'
+import statistics, sys
+pairs = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+off, on = [p[0] for p in pairs], [p[1] for p in pairs]
+ratios = [b / a for a, b in pairs if a > 0]
+print(f"\nsysbench oltp_read_write, {sys.argv[4]} tables x {sys.argv[5]} rows, {sys.argv[3]} threads, "
+      f"{len(pairs)} alternating pairs of {sys.argv[2]} s")
+print(f"  without watch: median {statistics.median(off):.1f} TPS (min-max {min(off):.1f}-{max(off):.1f})")
+print(f"  with watch:    median {statistics.median(on):.1f} TPS (min-max {min(on):.1f}-{max(on):.1f})")
+med = statistics.median(ratios)
+print(f"  paired ratio with/without: median x{med:.3f} (range x{min(ratios):.3f}-x{max(ratios):.3f})")
+print(f"  median cost: {(1 - med) * 100:.1f}% of TPS (target <= 3%)")
+PY

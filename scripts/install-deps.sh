@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install the Debian packages gapscope uses (server for sandboxes, capture
+# tools, peers for benchmarks), only those missing. Needs root or sudo.
+set -euo pipefail
+need=()
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
+command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+command -v pt-query-digest >/dev/null 2>&1 || need+=(percona-toolkit)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+[ -x /usr/bin/time ] || need+=(time)
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections || true
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
