@@ -2,6 +2,7 @@ package plans
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,11 +26,16 @@ func (c *Catcher) catchLive(ctx context.Context, p collect.Process, elapsed time
 		source, query = SourceExplainForCon, fmt.Sprintf("%s EXPLAIN FOR CONNECTION %d", collect.Mark, p.ID)
 	}
 	c.count(func(s *Stats) { s.LivePlans++ })
-	plan, err := c.queryPlan(ctx, query)
+	plan, explained, err := c.queryPlan(ctx, query)
 	if err != nil {
 		return c.liveFailed(err)
 	}
 	if len(plan.Rows) == 0 {
+		return true
+	}
+	if !sameStatement(explained, p.Info) {
+		// The connection moved on: this plan is its next statement's.
+		c.count(func(s *Stats) { s.Ended++ })
 		return true
 	}
 	slow := Caught{TimeUS: now.UnixMicro(), ConnID: p.ID, Schema: p.DB, Digest: digest, DigestText: st.text,
@@ -49,16 +55,66 @@ func (c *Catcher) liveFailed(err error) bool {
 	return false
 }
 
-// queryPlan sends a live plan statement, bounded by LiveTimeout.
-func (c *Catcher) queryPlan(ctx context.Context, query string) (Plan, error) {
+// queryPlan sends a live plan statement, bounded by LiveTimeout, and
+// returns the text of the statement the plan belongs to when the server
+// says it (MariaDB's SHOW EXPLAIN/ANALYZE FOR leave it in a 1003 note).
+// The target connection may have moved on to its next statement between
+// the processlist read and this call; that text is how the caller knows.
+func (c *Catcher) queryPlan(ctx context.Context, query string) (Plan, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.LiveTimeout)
 	defer cancel()
-	rows, err := c.db.QueryContext(ctx, query)
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
+		return Plan{}, "", err
+	}
+	defer conn.Close()
+	plan, err := scanQuery(ctx, conn, query)
+	if err != nil || !c.info.MariaDB() {
+		return plan, "", err
+	}
+	return plan, explainedText(ctx, conn), nil
+}
+
+func scanQuery(ctx context.Context, conn *sql.Conn, query string) (Plan, error) {
+	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
 		return Plan{}, err
 	}
 	defer rows.Close()
 	return ScanPlan(rows)
+}
+
+// explainedText reads the 1003 note a live plan statement leaves; "" when
+// there is none (an empty plan, or a server that does not leave it).
+func explainedText(ctx context.Context, conn *sql.Conn) string {
+	rows, err := conn.QueryContext(ctx, "SHOW WARNINGS")
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var level, msg string
+	var code int
+	for rows.Next() {
+		if rows.Scan(&level, &code, &msg) == nil && code == 1003 {
+			return msg
+		}
+	}
+	return ""
+}
+
+// sameStatement reports whether the statement a live plan belongs to is
+// the one the processlist showed. Unknown ("") counts as the same: MySQL's
+// EXPLAIN FOR CONNECTION leaves no note. A note may be cut short, so a
+// long prefix of the processlist text is accepted.
+func sameStatement(explained, listed string) bool {
+	explained, listed = strings.TrimSpace(explained), strings.TrimSpace(listed)
+	switch {
+	case explained == "" || explained == listed:
+		return true
+	case len(explained) >= 256:
+		return strings.HasPrefix(listed, explained)
+	}
+	return false
 }
 
 // fast handles a completed execution (or, without statement history, a
@@ -148,7 +204,7 @@ func (c *Catcher) evaluate(ctx context.Context, digest string, st *digestState, 
 		c.clear(st)
 		return
 	}
-	actual := c.analyze(ctx, digest, st, slow)
+	actual := c.analyze(ctx, digest, st, slow, sqlText)
 	f := c.flipFinding(ctx, digest, st, slow, ch, actual, sqlText)
 	c.mu.Lock()
 	prev := st.flip
@@ -177,13 +233,13 @@ func (c *Catcher) clear(st *digestState) {
 // analyze reads SHOW ANALYZE FOR (MariaDB 10.9+) of a flipped execution
 // still running: the rows it actually read beside the estimates. The
 // statement may have ended; that only leaves the evidence without them.
-func (c *Catcher) analyze(ctx context.Context, digest string, st *digestState, slow Caught) map[string]float64 {
+func (c *Catcher) analyze(ctx context.Context, digest string, st *digestState, slow Caught, sqlText string) map[string]float64 {
 	if slow.ConnID == 0 || !c.info.MariaDB() || !c.info.AtLeast(10, 9, 0) || !c.allow("analyze", digest) {
 		return nil
 	}
 	c.count(func(s *Stats) { s.LiveAnalyzes++ })
-	plan, err := c.queryPlan(ctx, fmt.Sprintf("%s SHOW ANALYZE FOR %d", collect.Mark, slow.ConnID))
-	if err != nil || plan.Signature() != slow.Signature {
+	plan, explained, err := c.queryPlan(ctx, fmt.Sprintf("%s SHOW ANALYZE FOR %d", collect.Mark, slow.ConnID))
+	if err != nil || plan.Signature() != slow.Signature || !sameStatement(explained, sqlText) {
 		if err != nil {
 			c.liveFailed(err)
 		}

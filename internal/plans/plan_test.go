@@ -167,3 +167,25 @@ func TestTablesNamed(t *testing.T) {
 		t.Errorf("tablesNamed = %v, want %s", got, want)
 	}
 }
+
+// A live plan read after the connection moved on belongs to its next
+// statement; the 1003 note's text tells them apart.
+func TestSameStatement(t *testing.T) {
+	long := "SELECT " + strings.Repeat("c, ", 200) + "1 FROM t"
+	for _, tc := range []struct {
+		explained, listed string
+		want              bool
+	}{
+		{"", "SELECT 1", true}, // no note (MySQL): cannot tell, trust it
+		{"SELECT c FROM sbtest1 WHERE id = 5", "SELECT c FROM sbtest1 WHERE id = 5", true},
+		{"SELECT c FROM sbtest1 WHERE id = 5 ", " SELECT c FROM sbtest1 WHERE id = 5", true},
+		{"SELECT COUNT(*) FROM sbtest1 WHERE pad <> ''", "SELECT c FROM sbtest1 WHERE id = 5", false},
+		{"SELECT c FROM sbtest1 WHERE id = 6", "SELECT c FROM sbtest1 WHERE id = 5", false},
+		{long[:300], long, true},  // a note cut short
+		{long[:100], long, false}, // too short a prefix to trust
+	} {
+		if got := sameStatement(tc.explained, tc.listed); got != tc.want {
+			t.Errorf("sameStatement(%.40q, %.40q) = %v, want %v", tc.explained, tc.listed, got, tc.want)
+		}
+	}
+}

@@ -325,6 +325,9 @@ func TestHealthyOLTPNoFlip(t *testing.T) {
 	t.Logf("OLTP %.0f TPS; catcher %+v", res.TPS, st)
 	if f := c.Findings(); len(f) != 0 || st.Flips != 0 {
 		t.Errorf("PLAN_FLIP on a healthy run: %d flips, %+v", st.Flips, f)
+		for _, p := range c.Caught() {
+			t.Logf("caught %s %s %s us=%d sig=%s est=%v", p.Role, p.Source, p.DigestText, p.ElapsedUS, p.Signature, p.Plan.Estimates())
+		}
 	}
 	if st.Explains == 0 || st.Compared == 0 {
 		t.Errorf("the catcher compared nothing (stats %+v): the test proves nothing", st)
