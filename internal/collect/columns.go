@@ -87,6 +87,22 @@ type field[R any] struct {
 	name     string
 	optional bool
 	set      func(r *R, v []byte)
+	// prefix, when > 0, reads only the column's first prefix characters
+	// (LEFT(col, prefix)): less for the server to send and for us to parse.
+	prefix int
+}
+
+// selectExpr is the SELECT expression reading f from the table aliased q
+// ("" for none).
+func (f field[R]) selectExpr(q string) string {
+	col := f.name
+	if q != "" {
+		col = q + "." + col
+	}
+	if f.prefix > 0 {
+		return fmt.Sprintf("LEFT(%s, %d)", col, f.prefix)
+	}
+	return col
 }
 
 // selectList returns the fields of want that table has, in order, and the

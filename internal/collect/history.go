@@ -76,12 +76,12 @@ func (h *historyReader[R]) prepare(ctx context.Context, db queryer) error {
 	if !cols.Table(h.table) {
 		return fmt.Errorf("performance_schema.%s does not exist (performance_schema off or too old?)", h.table)
 	}
-	fields, list, err := selectList(cols, h.table, h.want)
+	fields, _, err := selectList(cols, h.table, h.want)
 	if err != nil {
 		return err
 	}
 	h.fields = fields
-	h.query = h.buildQuery(list)
+	h.query = h.buildQuery()
 	vars, err := variablesLike(ctx, db, []string{h.sizeVar})
 	if err != nil {
 		return err
@@ -97,10 +97,10 @@ func (h *historyReader[R]) prepare(ctx context.Context, db queryer) error {
 	return nil
 }
 
-func (h *historyReader[R]) buildQuery(list string) string {
-	cols := strings.Split(list, ", ")
-	for i, c := range cols {
-		cols[i] = "h." + c
+func (h *historyReader[R]) buildQuery() string {
+	cols := make([]string, len(h.fields))
+	for i, f := range h.fields {
+		cols[i] = f.selectExpr("h")
 	}
 	q := Mark + " SELECT " + strings.Join(cols, ", ")
 	if h.setConn != nil {

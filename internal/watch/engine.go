@@ -136,7 +136,7 @@ func (e *engine) connect(ctx context.Context) error {
 	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
 		ThreadPoolSize: e.poolSize()}, func(s *event.Statement) { e.sink.add(s, e.opts.WindowSize) })
 	if table != "" {
-		e.cursor = collect.NewStatementCursor(table)
+		e.cursor = collect.NewJoinCursor(table)
 		if err := e.cursor.Prime(ctx, db); err != nil {
 			e.notes.add("reading %s failed (%v): wire only", table, err)
 			e.cursor = nil

@@ -94,9 +94,10 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 		}
 		return 0, 0
 	}
-	e.joiner.AddServer(got, nowUS())
 	if e.opts.NoCapture {
-		e.addServerOnly(got)
+		e.addServerOnly(got) // nothing to join with: buffering them would only cost
+	} else {
+		e.joiner.AddServer(got, nowUS())
 	}
 	return len(got), lost
 }
@@ -174,7 +175,7 @@ func (e *engine) restartCursor(ctx context.Context) bool {
 	if table == "" {
 		return false
 	}
-	c := collect.NewStatementCursor(table)
+	c := collect.NewJoinCursor(table)
 	if err := c.Prime(ctx, e.db); err != nil {
 		return false
 	}
