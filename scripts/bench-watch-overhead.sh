@@ -11,6 +11,7 @@
 # pass for a cheap one.
 #
 # Environment: ROUNDS (pairs, default 3), DURATION (seconds per round, 20),
+# WATCH_ARGS (extra watch flags, e.g. "--sample 4"),
 # THREADS (4), TABLES (4), ROWS (20000), WARMUP (seconds before each round, 3),
 # GAPSCOPE (binary; built into a temp dir when unset).
 # Needs root or CAP_NET_RAW (live capture) and sysbench. The machine's other
@@ -60,7 +61,7 @@ echo "bench-watch-overhead: sandbox on port $PORT; preparing $TABLES x $ROWS row
 run_round() {
   local mode=$1 i=$2
   if [ "$mode" = with ]; then
-    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --enable-consumers --no-live >"$WORK/watch-$i.txt" 2>"$WORK/watch-$i.err" &
+    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --enable-consumers --no-live ${WATCH_ARGS:-} >"$WORK/watch-$i.txt" 2>"$WORK/watch-$i.err" &
     WATCH_PID=$!
     sleep 2 # connect, calibrate, start the capture
     kill -0 "$WATCH_PID" 2>/dev/null || die "gapscope watch exited: $(cat "$WORK/watch-$i.err")"

@@ -30,6 +30,7 @@ type watchFlags struct {
 	plans                     bool
 	plansThreshold            time.Duration
 	ringMB                    int
+	sample                    uint16
 	cpuProfile                string
 	top                       int
 }
@@ -79,6 +80,7 @@ degrades to what it can measure and says so in the notes.`,
 	fl.BoolVar(&f.plans, "plans", false, "catch the live plan of statements slower than --plans-threshold and report PLAN_FLIP")
 	fl.DurationVar(&f.plansThreshold, "plans-threshold", time.Second, "with --plans: a statement running this long is slow")
 	fl.IntVar(&f.ringMB, "ring-mb", 32, "kernel capture ring in MiB (raise it if the final report shows kernel drops)")
+	fl.Uint16Var(&f.sample, "sample", 1, "follow 1 in N connections (chosen by a hash of the client port) to cut watch's cost on a busy server; 1: all")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gapscope itself to this file (to measure its cost)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
 	return cmd
@@ -91,6 +93,9 @@ func (f *watchFlags) options() (watch.Options, error) {
 	if f.format != "text" && f.format != "json" {
 		return watch.Options{}, usagef("--format must be text or json, not %q", f.format)
 	}
+	if f.sample == 0 {
+		return watch.Options{}, usagef("--sample must be 1 (every connection) or more")
+	}
 	if f.ringMB < 2 || f.ringMB > 4096 {
 		return watch.Options{}, usagef("--ring-mb must be between 2 and 4096, not %d", f.ringMB)
 	}
@@ -99,7 +104,8 @@ func (f *watchFlags) options() (watch.Options, error) {
 	}
 	o := watch.Options{DSN: f.dsn, DefaultsFile: f.defaultsFile, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
-		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB}
+		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB,
+		Sample: f.sample}
 	for _, p := range f.ports {
 		if p == 0 || p > 65535 {
 			return o, usagef("--port %d is not a TCP port", p)

@@ -79,7 +79,11 @@ func (a *asm) skip(at int, label string) (uint8, error) {
 
 // buildFilter returns the classic BPF program for ports. dropOutgoing drops
 // the PACKET_OUTGOING copy of each packet, which loopback delivers twice.
-func buildFilter(ports []uint16, link filterLink, dropOutgoing bool) ([]bpf.RawInstruction, error) {
+// sample > 1 keeps only connections whose client port (the port on the
+// other side of a server port) SampledPort accepts: the kernel then
+// copies 1/sample of the packets, which is most of what capture costs a
+// busy host (see README's performance section).
+func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint16) ([]bpf.RawInstruction, error) {
 	if len(ports) == 0 || len(ports) > 32 {
 		return nil, errors.New("bpf: need between 1 and 32 ports")
 	}
@@ -101,35 +105,79 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool) ([]bpf.RawI
 		a.jump(bpf.JumpEqual, 0x40, "v4", "")
 		a.jump(bpf.JumpEqual, 0x60, "v6", "drop")
 	}
+	sampled := sample > 1
+	target := func(clientAt string) string {
+		if sampled {
+			return clientAt
+		}
+		return "accept"
+	}
 	a.label("v4")
 	a.emit(bpf.LoadAbsolute{Off: l + 9, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 2})
 	a.jump(bpf.JumpBitsSet, 0x1fff, "drop", "") // later fragments carry no TCP header
 	a.emit(bpf.LoadMemShift{Off: l})
-	for _, off := range []uint32{l, l + 2} {
-		a.emit(bpf.LoadIndirect{Off: off, Size: 2})
-		portChecks(a, ports)
+	a.emit(bpf.LoadIndirect{Off: l, Size: 2}) // source port: a server's answer
+	portChecks(a, ports, target("v4-client-dst"))
+	a.emit(bpf.LoadIndirect{Off: l + 2, Size: 2}) // destination port: a request
+	portChecks(a, ports, target("v4-client-src"))
+	a.goTo("drop")
+	if sampled {
+		a.label("v4-client-dst")
+		a.emit(bpf.LoadIndirect{Off: l + 2, Size: 2})
+		a.goTo("sample")
+		a.label("v4-client-src")
+		a.emit(bpf.LoadIndirect{Off: l, Size: 2})
+		a.goTo("sample")
 	}
-	a.emit(bpf.Jump{Skip: 0}) // placeholder fixed below: to drop
-	jumpAt := len(a.ins) - 1
 	a.label("v6")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
-	for _, off := range []uint32{l + 40, l + 42} {
-		a.emit(bpf.LoadAbsolute{Off: off, Size: 2})
-		portChecks(a, ports)
+	a.emit(bpf.LoadAbsolute{Off: l + 40, Size: 2})
+	portChecks(a, ports, target("v6-client-dst"))
+	a.emit(bpf.LoadAbsolute{Off: l + 42, Size: 2})
+	portChecks(a, ports, target("v6-client-src"))
+	a.goTo("drop")
+	if sampled {
+		a.label("v6-client-dst")
+		a.emit(bpf.LoadAbsolute{Off: l + 42, Size: 2})
+		a.goTo("sample")
+		a.label("v6-client-src")
+		a.emit(bpf.LoadAbsolute{Off: l + 40, Size: 2})
+		a.label("sample") // A holds the client port: A = hash(port) % sample
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMul, Val: portHashMul})
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: portHashShift})
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(sample)})
+		a.jump(bpf.JumpEqual, 0, "accept", "drop")
 	}
 	a.label("drop")
 	a.emit(bpf.RetConstant{Val: 0})
 	a.label("accept")
 	a.emit(bpf.RetConstant{Val: snapAccept})
-	a.ins[jumpAt] = bpf.Jump{Skip: uint32(a.labels["drop"] - jumpAt - 1)}
 	return a.resolve()
 }
 
-func portChecks(a *asm, ports []uint16) {
+// goTo jumps to label whatever A holds.
+func (a *asm) goTo(label string) { a.jump(bpf.JumpEqual, 0, label, label) }
+
+func portChecks(a *asm, ports []uint16, match string) {
 	for _, p := range ports {
-		a.jump(bpf.JumpEqual, uint32(p), "accept", "")
+		a.jump(bpf.JumpEqual, uint32(p), match, "")
 	}
 }
+
+// SampledPort reports whether a connection from client port is captured
+// under sample (the filter's rule, for the server side to apply too). The
+// port is hashed first: Linux hands connect() even ports (odd ones are
+// left for bind), so port % 2 is always 0 and port % 4 splits in halves.
+func SampledPort(port, sample uint16) bool {
+	return sample <= 1 || (uint32(port)*portHashMul>>portHashShift)%uint32(sample) == 0
+}
+
+// A multiplicative hash (Knuth's golden-ratio constant, 32-bit): adjacent
+// ports land in different buckets.
+const (
+	portHashMul   = 0x9E3779B1
+	portHashShift = 16
+)

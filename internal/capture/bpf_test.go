@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestBuildFilterMatchesPorts(t *testing.T) {
 		{"v6 other port", tcp("[::1]:40000", "[::1]:22"), false},
 	}
 	for _, link := range []filterLink{filterEthernet, filterRawIP} {
-		prog, err := buildFilter(ports, link, false)
+		prog, err := buildFilter(ports, link, false, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,11 +66,11 @@ func TestBuildFilterMatchesPorts(t *testing.T) {
 }
 
 func TestBuildFilterOutgoingCheckAssembles(t *testing.T) {
-	prog, err := buildFilter([]uint16{3306}, filterEthernet, true)
+	prog, err := buildFilter([]uint16{3306}, filterEthernet, true, 0)
 	if err != nil || len(prog) < 10 {
 		t.Fatalf("%d instructions, %v", len(prog), err)
 	}
-	if _, err := buildFilter(nil, filterEthernet, false); err == nil {
+	if _, err := buildFilter(nil, filterEthernet, false, 0); err == nil {
 		t.Error("no ports accepted")
 	}
 }
@@ -80,4 +81,54 @@ func disassemble(t *testing.T, raw []bpf.RawInstruction) []bpf.Instruction {
 		t.Fatal("filter does not disassemble")
 	}
 	return ins
+}
+
+// A sampled filter keeps a connection in both directions exactly when
+// SampledPort accepts its client port, and spreads even ports (what Linux
+// hands connect()) over the buckets.
+func TestBuildFilterSamplesConnections(t *testing.T) {
+	const sample = 4
+	prog, err := buildFilter([]uint16{3306}, filterEthernet, false, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(disassemble(t, prog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	for port := uint16(40000); port < 41000; port += 2 {
+		want := SampledPort(port, sample)
+		if want {
+			accepted++
+		}
+		for _, v6 := range []bool{false, true} {
+			host := "10.0.0.%d:%d"
+			if v6 {
+				host = "[fd00::%d]:%d"
+			}
+			client := netip.MustParseAddrPort(fmt.Sprintf(host, 1, port))
+			server := netip.MustParseAddrPort(fmt.Sprintf(host, 2, 3306))
+			for _, s := range []seg{
+				{src: client, dst: server, flags: tcpACK, wscale: -1, payload: []byte("q")},
+				{src: server, dst: client, flags: tcpACK, wscale: -1, payload: []byte("r")},
+			} {
+				n, err := vm.Run(frame(linkEthernet, s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (n > 0) != want {
+					t.Fatalf("port %d v6=%v %v->%v: accepted %d bytes, SampledPort says %v", port, v6, s.src, s.dst, n, want)
+				}
+			}
+		}
+	}
+	if accepted < 100 || accepted > 150 { // 500 even ports, 1 in 4 expected
+		t.Errorf("%d of 500 even client ports sampled at 1 in %d", accepted, sample)
+	}
+	// Another port is still dropped whatever its peer.
+	other := seg{src: netip.MustParseAddrPort("10.0.0.1:40000"), dst: netip.MustParseAddrPort("10.0.0.2:5432"), flags: tcpACK, wscale: -1}
+	if n, _ := vm.Run(frame(linkEthernet, other)); n != 0 {
+		t.Error("a packet to another port passed the sampled filter")
+	}
 }

@@ -28,6 +28,9 @@ type LiveOptions struct {
 	// and the tracker (default 64 MiB); past it packets are dropped (counted
 	// in Stats.QueueDrops) rather than stalling the ring.
 	QueueMB int
+	// Sample > 1 captures only the connections whose client port
+	// SampledPort accepts, in the kernel filter.
+	Sample uint16
 }
 
 // Ring geometry: TPACKET_V3 blocks hold many variable-size frames; a block
@@ -68,7 +71,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter, err := buildFilter(opts.Ports, flink, loopback)
+	filter, err := buildFilter(opts.Ports, flink, loopback, opts.Sample)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@ type historyReader[R any] struct {
 	// rows share one timer: waits mix timers (idle runs on its own).
 	incremental bool
 	minSlack    uint64
+	// connFilter, when set, restricts reads to some connections (an SQL
+	// condition on t.PROCESSLIST_ID); see StatementCursor.ExceptConns.
+	connFilter string
 
 	ready   bool
 	fields  []field[R]
@@ -118,9 +121,16 @@ func (h *historyReader[R]) read(ctx context.Context, db queryer) ([]R, int64, er
 	if err := h.prepare(ctx, db); err != nil {
 		return nil, 0, err
 	}
-	q := h.query
+	var conds []string
 	if cond := h.ring.window().sql("h.TIMER_END"); cond != "" {
-		q += " WHERE " + cond
+		conds = append(conds, cond)
+	}
+	if h.connFilter != "" {
+		conds = append(conds, h.connFilter)
+	}
+	q := h.query
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
 	}
 	all, err := h.readAll(ctx, db, q)
 	if err != nil {

@@ -343,3 +343,68 @@ func TestStatementCursorForgetsEndedSandbox(t *testing.T) {
 		t.Errorf("mark of idle connection %d dropped", idleID)
 	}
 }
+
+// TestJoinCursorExceptConnsSandbox reads the ring under sysbench with a
+// join cursor told to leave out all but two of its connections: only the
+// two come back, with the statement text cut to its start and no
+// statistics columns; an empty list lifts the restriction.
+func TestJoinCursorExceptConnsSandbox(t *testing.T) {
+	inst, _ := loaded(t, 100_000, 4)
+	db := openMonitor(t, inst)
+	ctx := context.Background()
+	var sysbench []uint64
+	for deadline := time.Now().Add(20 * time.Second); len(sysbench) < 4 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		procs, err := Processlist(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sysbench = sysbench[:0]
+		for _, p := range procs {
+			if p.DB == "sbtest" {
+				sysbench = append(sysbench, p.ID)
+			}
+		}
+	}
+	if len(sysbench) < 4 {
+		t.Fatalf("%d sysbench connections in the processlist, want 4", len(sysbench))
+	}
+	want := map[uint64]bool{sysbench[0]: true, sysbench[1]: true}
+	cur := NewJoinCursor("events_statements_history_long")
+	if err := cur.Prime(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cur.ExceptConns(sysbench[2:])
+	per := map[uint64]int{}
+	for range 10 {
+		time.Sleep(100 * time.Millisecond)
+		rows, _, err := cur.Poll(ctx, db, Clock{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			per[r.ConnID]++
+			if !want[r.ConnID] {
+				t.Fatalf("statement of connection %d returned, left out %v", r.ConnID, sysbench[2:])
+			}
+			if len(r.SQLText) > joinTextPrefix || r.RowsExamined != 0 || r.SortRows != 0 {
+				t.Fatalf("join cursor row has %d bytes of text, rows examined %d: not the narrow read", len(r.SQLText), r.RowsExamined)
+			}
+		}
+	}
+	if per[sysbench[0]] == 0 || per[sysbench[1]] == 0 {
+		t.Fatalf("statements per kept connection: %v", per)
+	}
+	cur.ExceptConns(nil)
+	time.Sleep(100 * time.Millisecond)
+	rows, _, err := cur.Poll(ctx, db, Clock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[uint64]bool{}
+	for _, r := range rows {
+		all[r.ConnID] = true
+	}
+	if len(all) < 4 {
+		t.Errorf("without a restriction, statements of %d connections", len(all))
+	}
+}

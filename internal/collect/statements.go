@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"strconv"
 	"strings"
 )
 
@@ -112,6 +113,32 @@ func newStatementCursor(table string, incremental bool) *StatementCursor {
 		c.r.incremental, c.r.minSlack = incremental, defaultMinSlack
 	}
 	return c
+}
+
+// ExceptConns leaves the statements of these connections out of the next
+// polls (nil or empty: none left out). A sampled capture follows only some
+// connections; asking the server not to send the others' rows spares it
+// sending, and us parsing, rows nothing can join. It names the connections
+// to skip rather than those to keep so that a connection the caller has
+// not classified yet (just opened) is read, not lost.
+func (c *StatementCursor) ExceptConns(ids []uint64) {
+	if c.r == nil || c.r.setConn == nil {
+		return
+	}
+	if len(ids) == 0 {
+		c.r.connFilter = ""
+		return
+	}
+	var b strings.Builder
+	b.WriteString("(t.PROCESSLIST_ID IS NULL OR t.PROCESSLIST_ID NOT IN (")
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(id, 10))
+	}
+	b.WriteString("))")
+	c.r.connFilter = b.String()
 }
 
 // Stats returns what the cursor has read: rows the server sent and rows

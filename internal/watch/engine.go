@@ -37,10 +37,18 @@ type engine struct {
 	serverM sync.Mutex // guards server, pool, status
 	pool    []collect.PoolGroup
 	status  map[string]string
-	drops   atomic.Int64
-	ownHits atomic.Int64
-	restore func(context.Context)
-	plans   *plans.Catcher
+	// statusAt is when status was read; queryRate the server's statements
+	// per second since the read before (guarded by serverM).
+	statusAt  time.Time
+	queryRate float64
+	drops     atomic.Int64
+	ownHits   atomic.Int64
+	restore   func(context.Context)
+	plans     *plans.Catcher
+	sample    *connSample
+	// sampleReadAt is when a sampled poll last re-read the processlist
+	// (poller goroutine only).
+	sampleReadAt time.Time
 	// link belongs to the poller goroutine; startedAt (the server's start,
 	// Unix seconds, to tell a restart from a lost connection) is guarded by
 	// serverM.
@@ -83,7 +91,7 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 // is joined, diagnosed and returned, not lost.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
-	e := &engine{opts: opts, own: newOwnAddrs()}
+	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(opts.Sample)}
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -227,11 +235,14 @@ func (e *engine) mapExistingConns(ctx context.Context) {
 		e.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
 		return
 	}
+	hosts := make(map[uint64]string, len(procs))
 	for _, p := range procs {
+		hosts[p.ID] = p.Host // sockets and background threads: never sampled
 		if _, _, err := net.SplitHostPort(p.Host); err == nil {
 			e.joiner.MapConn(p.Host, p.ID)
 		}
 	}
+	e.sample.replace(hosts)
 }
 
 // startCapture opens the live capture; without permission it degrades to
@@ -254,12 +265,16 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
 	}
-	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals}, RingMB: e.opts.RingMB})
+	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals},
+		RingMB: e.opts.RingMB, Sample: e.opts.Sample})
 	if err != nil {
 		e.notes.add("no capture on %s (%v): server-side times only; run as root or grant CAP_NET_RAW", iface, err)
 		e.opts.NoCapture = true
 		done <- capture.Stats{}
 		return done, nil
+	}
+	if e.sample.on() {
+		e.notes.add("sampling 1 in %d connections (--sample %d, chosen by a hash of the client port): counts and rates are the sample's, latencies and their parts are exact for every statement shown", e.opts.Sample, e.opts.Sample)
 	}
 	go func() {
 		st, err := live.Run(ctx, e.onWire)

@@ -52,6 +52,14 @@ func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Du
 	if ring <= 0 {
 		ring = 1000
 	}
+	if e.sample.on() {
+		// A sampled poll returns only the sample's rows, but every
+		// connection's statements fill the ring: judge by the server's rate.
+		e.serverM.Lock()
+		rate := e.queryRate
+		e.serverM.Unlock()
+		rows = max(rows, int(rate*every.Seconds()))
+	}
 	switch {
 	case lost > 0 || rows*2 > ring:
 		if every > e.opts.MinPollInterval {
@@ -77,6 +85,9 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 		return 0, 0
 	}
 	clock, _ := e.clock.Clock()
+	if e.sample.on() {
+		e.cursor.ExceptConns(e.sample.skipped())
+	}
 	got, lost, err := e.cursor.Poll(ctx, e.db, clock)
 	e.serverM.Lock()
 	e.server.Polls++
@@ -93,6 +104,9 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 			e.link.failed(time.Now(), e.opts.PollInterval)
 		}
 		return 0, 0
+	}
+	if e.sample.on() {
+		got = e.keepSampled(ctx, got)
 	}
 	if e.opts.NoCapture {
 		e.addServerOnly(got) // nothing to join with: buffering them would only cost
@@ -245,7 +259,8 @@ func (e *engine) pollSlow(ctx context.Context) {
 		e.pool = pool
 	}
 	if err == nil {
-		e.status = status
+		e.queryRate = statementRate(e.status, status, time.Since(e.statusAt))
+		e.status, e.statusAt = status, time.Now()
 		if start, ok := startFromUptime(status); ok && e.startedAt == 0 {
 			e.startedAt = start
 		}
@@ -253,3 +268,36 @@ func (e *engine) pollSlow(ctx context.Context) {
 	e.serverM.Unlock()
 	e.mapExistingConns(ctx)
 }
+
+// statementRate is the server's statements per second between two status
+// reads (Queries counts stored programs' statements too, as the history
+// does); 0 when unknown.
+func statementRate(prev, cur map[string]string, elapsed time.Duration) float64 {
+	if prev == nil || elapsed <= 0 {
+		return 0
+	}
+	for _, name := range []string{"Queries", "Questions"} {
+		a, errA := strconv.ParseInt(prev[name], 10, 64)
+		b, errB := strconv.ParseInt(cur[name], 10, 64)
+		if errA == nil && errB == nil && b >= a {
+			return float64(b-a) / elapsed.Seconds()
+		}
+	}
+	return 0
+}
+
+// keepSampled drops the rows of connections a sampled run does not follow.
+// Rows of connections opened since the last processlist read make it read
+// the processlist again (at most every sampleRefresh) to classify them.
+func (e *engine) keepSampled(ctx context.Context, got []collect.ServerStatement) []collect.ServerStatement {
+	got, unknown := e.sample.keep(got)
+	if unknown && time.Since(e.sampleReadAt) >= sampleRefresh {
+		e.sampleReadAt = time.Now()
+		e.mapExistingConns(ctx)
+		got, _ = e.sample.keep(got)
+	}
+	return got
+}
+
+// sampleRefresh bounds how often new connections trigger a processlist read.
+const sampleRefresh = 200 * time.Millisecond

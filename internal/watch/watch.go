@@ -36,6 +36,10 @@ type Options struct {
 	Ports []uint16
 	// RingMB is the kernel capture ring's size (0: capture's default).
 	RingMB int
+	// Sample > 1 follows only 1 in Sample connections (client port
+	// hash chosen by capture.SampledPort): capture, server reads and joins all shrink with
+	// it. 0 or 1: every connection.
+	Sample uint16
 	// Duration stops the run after this long; 0 runs until ctx ends.
 	Duration time.Duration
 	// PollInterval is the longest interval between performance_schema reads
