@@ -8,10 +8,11 @@
 #   poll-1s       watch --no-capture --min-poll 1s (server polling only)
 #   poll-250ms    watch --no-capture (default --min-poll 250ms)
 #   watch         watch with capture, defaults
-# Environment: RING (10000), SECS (15), THREADS (4). Needs root and sysbench.
+#   watch-sample4 watch --sample 4 (1 in 4 connections followed)
+# Environment: RING (10000), SECS (15), THREADS (8). Needs root and sysbench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RING=${RING:-10000}; SECS=${SECS:-15}; THREADS=${THREADS:-4}
+RING=${RING:-10000}; SECS=${SECS:-15}; THREADS=${THREADS:-8}
 go build -o bin/gapscope ./cmd/gapscope
 dir=$(mktemp -d /tmp/gapscope-cost.XXXXXX)
 trap 'bin/gapscope lab down --dir "$dir/lab" >/dev/null 2>&1 || true; pkill -f "tcpdump -i lo -w /dev/null" || true; rm -rf "$dir"' EXIT
@@ -26,12 +27,13 @@ watch_bg() { bin/gapscope watch --dsn "$dsn" --duration "$((SECS + 4))s" --no-li
 summary() { python3 -c "import json;d=json.load(open('$dir/w.json'));j=d['join'];s=d['server_side'];print('polls %d, joined %d of %d wire, ring lost %d' % (s['polls'], j['Joined'], j['Wire'], s['ring_lost']))"; }
 echo "bench-watch-cost: history_long $RING rows, sysbench $THREADS threads, ${SECS}s runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 prev=$(tps); echo "baseline: $prev TPS"
-for setting in capture-ref poll-1s poll-250ms watch; do
+for setting in capture-ref poll-1s poll-250ms watch watch-sample4; do
   case $setting in
     capture-ref) tcpdump -i lo -w /dev/null -U "port $port" 2>/dev/null & sleep 1 ;;
     poll-1s) watch_bg --no-capture --min-poll 1s ;;
     poll-250ms) watch_bg --no-capture ;;
     watch) watch_bg ;;
+    watch-sample4) watch_bg --sample 4 ;;
   esac
   got=$(tps)
   [ "$setting" = capture-ref ] && pkill -f "tcpdump -i lo -w /dev/null" || sleep 3

@@ -106,45 +106,18 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint
 		a.jump(bpf.JumpEqual, 0x60, "v6", "drop")
 	}
 	sampled := sample > 1
-	target := func(clientAt string) string {
-		if sampled {
-			return clientAt
-		}
-		return "accept"
-	}
 	a.label("v4")
 	a.emit(bpf.LoadAbsolute{Off: l + 9, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 2})
 	a.jump(bpf.JumpBitsSet, 0x1fff, "drop", "") // later fragments carry no TCP header
 	a.emit(bpf.LoadMemShift{Off: l})
-	a.emit(bpf.LoadIndirect{Off: l, Size: 2}) // source port: a server's answer
-	portChecks(a, ports, target("v4-client-dst"))
-	a.emit(bpf.LoadIndirect{Off: l + 2, Size: 2}) // destination port: a request
-	portChecks(a, ports, target("v4-client-src"))
-	a.goTo("drop")
-	if sampled {
-		a.label("v4-client-dst")
-		a.emit(bpf.LoadIndirect{Off: l + 2, Size: 2})
-		a.goTo("sample")
-		a.label("v4-client-src")
-		a.emit(bpf.LoadIndirect{Off: l, Size: 2})
-		a.goTo("sample")
-	}
+	portFields(a, "v4", ports, sampled, l, func(off uint32) bpf.Instruction { return bpf.LoadIndirect{Off: off, Size: 2} })
 	a.label("v6")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
-	a.emit(bpf.LoadAbsolute{Off: l + 40, Size: 2})
-	portChecks(a, ports, target("v6-client-dst"))
-	a.emit(bpf.LoadAbsolute{Off: l + 42, Size: 2})
-	portChecks(a, ports, target("v6-client-src"))
-	a.goTo("drop")
+	portFields(a, "v6", ports, sampled, l+40, func(off uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: off, Size: 2} })
 	if sampled {
-		a.label("v6-client-dst")
-		a.emit(bpf.LoadAbsolute{Off: l + 42, Size: 2})
-		a.goTo("sample")
-		a.label("v6-client-src")
-		a.emit(bpf.LoadAbsolute{Off: l + 40, Size: 2})
 		a.label("sample") // A holds the client port: A = hash(port) % sample
 		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMul, Val: portHashMul})
 		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: portHashShift})
@@ -156,6 +129,31 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint
 	a.label("accept")
 	a.emit(bpf.RetConstant{Val: snapAccept})
 	return a.resolve()
+}
+
+// portFields checks one IP family's TCP ports, load(off) reading the
+// 16-bit field at off (source port at src, destination at src+2): a
+// server port on either side accepts, or, sampled, loads the port on the
+// other side (the client's) into A and goes to "sample".
+func portFields(a *asm, family string, ports []uint16, sampled bool, src uint32, load func(off uint32) bpf.Instruction) {
+	clientAt := map[uint32]string{src: family + "-client-src", src + 2: family + "-client-dst"}
+	for _, server := range []uint32{src, src + 2} { // an answer, then a request
+		client := src + 2 - (server - src)
+		match := "accept"
+		if sampled {
+			match = clientAt[client]
+		}
+		a.emit(load(server))
+		portChecks(a, ports, match)
+	}
+	a.goTo("drop")
+	if sampled {
+		for _, client := range []uint32{src, src + 2} {
+			a.label(clientAt[client])
+			a.emit(load(client))
+			a.goTo("sample")
+		}
+	}
 }
 
 // goTo jumps to label whatever A holds.

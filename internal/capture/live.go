@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
 )
 
 // LiveOptions tune a live capture.
@@ -51,6 +53,8 @@ type Live struct {
 	// discarded counts the unfiltered frames queued while the ring was set
 	// up, thrown away by attachFilter.
 	discarded int
+	// ignoresOutgoing: the kernel skips this socket for outgoing packets.
+	ignoresOutgoing bool
 	// tap, set by tests, sees every frame handed to the tracker.
 	tap func(tsUS int64, frame []byte)
 }
@@ -87,6 +91,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening AF_PACKET ring on %s (needs root or CAP_NET_RAW): %w", iface, err)
 	}
+	ignoresOutgoing := loopback && ignoreOutgoing(tp)
 	discarded, err := attachFilter(tp, filter)
 	if err == nil {
 		// Reading the kernel counters resets them: KernelDrops then counts
@@ -97,7 +102,29 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		tp.Close()
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
-	return &Live{opts: opts, tp: tp, link: link, iface: iface, discarded: discarded}, nil
+	return &Live{opts: opts, tp: tp, link: link, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
+}
+
+// ignoreOutgoing asks the kernel not to hand the socket outgoing packets
+// (PACKET_IGNORE_OUTGOING, Linux 4.20+). On loopback every packet comes
+// twice, and the filter already drops the outgoing copy, but only after
+// the kernel cloned it for us in the sender's context; skipping the socket
+// spares that clone on every packet. It reports whether the kernel took it
+// (older kernels: the filter still drops the copy).
+func ignoreOutgoing(tp *afpacket.TPacket) bool {
+	fd := socketFD(tp)
+	return fd >= 0 && unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1) == nil
+}
+
+// socketFD reads the ring's socket descriptor, which afpacket does not
+// export (reading an unexported int through reflect is allowed; -1 if the
+// field is not there in another version).
+func socketFD(tp *afpacket.TPacket) int {
+	f := reflect.ValueOf(tp).Elem().FieldByName("fd")
+	if !f.IsValid() || f.Kind() != reflect.Int {
+		return -1
+	}
+	return int(f.Int())
 }
 
 // interfaceLink reads the interface's ARPHRD type from sysfs. Loopback
@@ -225,3 +252,7 @@ func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, d
 		}
 	}
 }
+
+// IgnoresOutgoing reports whether the kernel leaves outgoing packets out
+// of this capture (loopback, where they would be duplicates).
+func (l *Live) IgnoresOutgoing() bool { return l.ignoresOutgoing }

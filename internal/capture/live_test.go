@@ -190,6 +190,9 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 	if tally.frames == 0 {
 		t.Fatal("the echo connection was not captured: filter not attached")
 	}
+	if !live.IgnoresOutgoing() {
+		t.Error("the kernel still hands outgoing loopback packets to the socket (PACKET_IGNORE_OUTGOING not set)")
+	}
 	if tally.foreign != 0 || tally.dups != 0 {
 		t.Errorf("%d of %d frames on other ports, %d loopback duplicates", tally.foreign, tally.frames, tally.dups)
 	}

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"context"
 	"net/netip"
 	"strings"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/event"
-	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/workload"
 )
 
@@ -19,16 +17,7 @@ import (
 // client port SampledPort accepts, and only from them, and are joined as
 // a full run's are.
 func TestSampledSysbench(t *testing.T) {
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
-	if !workload.SysbenchAvailable() {
-		t.Fatal("sysbench is not installed (make deps installs it)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	opts := workload.OLTPOptions{Tables: 2, TableSize: 10_000, Threads: 16, Duration: 8 * time.Second}
-	if _, err := workload.Sysbench(ctx, inst.DSN(""), opts, "prepare"); err != nil {
-		t.Fatal(err)
-	}
+	inst, opts, ctx := sysbenchServer(t, 16, 8*time.Second)
 	var mu sync.Mutex
 	total, joined := 0, 0
 	ports := map[uint16]int{}

@@ -66,16 +66,7 @@ func (h *healthyTally) add(s *event.Statement) {
 // TestHealthySysbench is issue 4's healthy baseline: 30 s of sysbench
 // oltp_read_write (server-side prepared statements) under watch.
 func TestHealthySysbench(t *testing.T) {
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
-	if !workload.SysbenchAvailable() {
-		t.Fatal("sysbench is not installed (make deps installs it)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	opts := workload.OLTPOptions{Tables: 2, TableSize: 10_000, Threads: 2, Duration: 30 * time.Second}
-	if _, err := workload.Sysbench(ctx, inst.DSN(""), opts, "prepare"); err != nil {
-		t.Fatal(err)
-	}
+	inst, opts, ctx := sysbenchServer(t, 2, 30*time.Second)
 	monitor := monitorDSN(t, inst)
 	var h healthyTally
 	res := runDuring(t, ctx, Options{DSN: monitor, Iface: "lo", PollInterval: 100 * time.Millisecond,
@@ -105,6 +96,23 @@ func TestHealthySysbench(t *testing.T) {
 	for _, f := range res.Findings {
 		t.Errorf("healthy run produced %s: %s", f.Code, f.Summary)
 	}
+}
+
+// sysbenchServer starts a sandbox with sysbench's tables prepared for a
+// run of threads connections lasting d; ctx ends the test's waits.
+func sysbenchServer(t *testing.T, threads int, d time.Duration) (*sandbox.Instance, workload.OLTPOptions, context.Context) {
+	t.Helper()
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
+	if !workload.SysbenchAvailable() {
+		t.Fatal("sysbench is not installed (make deps installs it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
+	t.Cleanup(cancel)
+	opts := workload.OLTPOptions{Tables: 2, TableSize: 10_000, Threads: threads, Duration: d}
+	if _, err := workload.Sysbench(ctx, inst.DSN(""), opts, "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	return inst, opts, ctx
 }
 
 // monitorDSN creates the least-privileged account watch needs (PROCESS,
