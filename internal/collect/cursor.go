@@ -60,6 +60,9 @@ type ringCursor struct {
 	// recent maps the timed rows returned that are still inside the
 	// window to their TIMER_END (incremental cursors only).
 	recent map[rowID]uint64
+	// filtered: reads ask for some connections only, so a read never holds
+	// the whole ring and only per-thread gaps can show a loss.
+	filtered bool
 }
 
 // rowID names one history row: a thread's END_EVENT_ID is unique.
@@ -152,8 +155,17 @@ func (c *ringCursor) lostSince(keys []eventKey, old []bool, byThread map[uint64]
 	}
 	var lost int64
 	if c.long {
-		if anyOld || len(keys) < c.ringSize {
+		// A row read before is still in the ring: nothing newer fell out.
+		if anyOld || (!c.filtered && len(keys) < c.ringSize) {
 			return 0
+		}
+		if c.filtered {
+			for t, idx := range byThread {
+				if m, ok := c.marks[t]; ok {
+					lost += estimateLost(m.end, keys, idx)
+				}
+			}
+			return lost
 		}
 		for t, idx := range byThread {
 			if m, ok := c.marks[t]; ok {

@@ -106,6 +106,25 @@ func TestRingCursorGlobalWrap(t *testing.T) {
 	}
 }
 
+// A filtered read (some connections only) never holds the whole ring, so
+// the global ring's wrap shows only in the followed threads' id gaps.
+func TestRingCursorFilteredGlobalWrap(t *testing.T) {
+	a := threadRows(1, 1, 40, 1, 0)
+	c := newRingCursor(true, 6)
+	c.filtered = true
+	c.advance(sub(a, 0, 3))
+	if fresh, lost := c.advance(sub(a, 3, 5)); len(fresh) != 2 || lost != 0 {
+		t.Fatalf("contiguous filtered read: %d fresh, %d lost", len(fresh), lost)
+	}
+	if fresh, lost := c.advance(sub(a, 2, 7)); len(fresh) != 2 || lost != 0 {
+		t.Fatalf("overlapping filtered read: %d fresh, %d lost", len(fresh), lost)
+	}
+	// a: last seen #7, the ring now holds #12..13 of it: 4 lost.
+	if fresh, lost := c.advance(sub(a, 11, 13)); len(fresh) != 2 || lost != 4 {
+		t.Fatalf("wrapped filtered read: %d fresh, %d lost, want 2, 4", len(fresh), lost)
+	}
+}
+
 func TestRingCursorForgetsEndedThreads(t *testing.T) {
 	c := newRingCursor(false, 10)
 	c.advance(threadRows(1, 1, 3, 1, 0))

@@ -132,6 +132,7 @@ func (h *historyReader[R]) read(ctx context.Context, db queryer) ([]R, int64, er
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
+	h.ring.filtered = h.connFilter != ""
 	all, err := h.readAll(ctx, db, q)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading performance_schema.%s: %w", h.table, err)
