@@ -101,7 +101,7 @@ func configAudit(ctx context.Context, db *sql.DB, addr string) ([]event.Finding,
 		return nil, err
 	}
 	cores := 0
-	if host, _, err := net.SplitHostPort(addr); err == nil && isLocalHost(host) {
+	if host, _, err := net.SplitHostPort(addr); err == nil && collect.IsLocalHost(host) {
 		cores = runtime.NumCPU()
 	}
 	w, err := diagnose.ServerWindow(ctx, db, caps, cores)
@@ -115,14 +115,6 @@ func configAudit(ctx context.Context, db *sql.DB, addr string) ([]event.Finding,
 		}
 	}
 	return out, nil
-}
-
-func isLocalHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func writeCheckJSON(w io.Writer, rep collect.CheckReport) error {

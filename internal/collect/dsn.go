@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -214,4 +215,14 @@ func RedactDSN(dsn string) string {
 		}
 	}
 	return passwordInDSN.ReplaceAllString(dsn, "$1:xxx@")
+}
+
+// IsLocalHost reports whether host (a name or an IP, no port) is this
+// machine's loopback: "localhost" or a loopback address.
+func IsLocalHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

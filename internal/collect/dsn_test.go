@@ -127,3 +127,12 @@ func TestParseVersionAndFlavor(t *testing.T) {
 		t.Error("AtLeast wrong")
 	}
 }
+
+func TestIsLocalHost(t *testing.T) {
+	for host, want := range map[string]bool{"localhost": true, "127.0.0.1": true, "127.0.0.2": true, "::1": true,
+		"10.0.0.1": false, "db1": false, "": false} {
+		if got := IsLocalHost(host); got != want {
+			t.Errorf("IsLocalHost(%q) = %v", host, got)
+		}
+	}
+}

@@ -18,23 +18,36 @@ var stageFields = []field[ServerStage]{
 // StageCursor reads events_stages_history(_long) incrementally, like
 // StatementCursor. Stages of gapscope's own threads are not filtered here:
 // join them to statements by (THREAD_ID, NESTING_EVENT_ID).
-type StageCursor struct {
-	r    *historyReader[ServerStage]
-	err  error
-	Lost int64
-}
+type StageCursor = eventCursor[ServerStage]
 
 // NewStageCursor returns a cursor over events_stages_history_long or
 // events_stages_history.
 func NewStageCursor(table string) *StageCursor {
-	c := &StageCursor{}
-	c.r, c.err = newHistoryReader(table, "stages", stageFields,
-		func(s *ServerStage) eventKey { return eventKey{s.ThreadID, s.EventID, s.EndEventID, s.TimerEnd} }, nil)
+	return newEventCursor(table, "stages", stageFields,
+		func(s *ServerStage) eventKey { return eventKey{s.ThreadID, s.EventID, s.EndEventID, s.TimerEnd} },
+		func(s *ServerStage, clock Clock) {
+			s.StartUS, s.EndUS = clock.UnixMicros(s.TimerStart), clock.UnixMicros(s.TimerEnd)
+		})
+}
+
+// eventCursor reads a stage or wait history table incrementally; times
+// converts a row's timers once the clock has an origin.
+type eventCursor[R any] struct {
+	r     *historyReader[R]
+	err   error
+	times func(*R, Clock)
+	// Lost is the running total of events lost to ring-buffer wrap.
+	Lost int64
+}
+
+func newEventCursor[R any](table, kind string, fields []field[R], key func(*R) eventKey, times func(*R, Clock)) *eventCursor[R] {
+	c := &eventCursor[R]{times: times}
+	c.r, c.err = newHistoryReader(table, kind, fields, key, nil)
 	return c
 }
 
-// Poll returns the stages completed since the last Poll and the count lost.
-func (c *StageCursor) Poll(ctx context.Context, db queryer, clock Clock) ([]ServerStage, int64, error) {
+// Poll returns the events completed since the last Poll and the count lost.
+func (c *eventCursor[R]) Poll(ctx context.Context, db queryer, clock Clock) ([]R, int64, error) {
 	if c.err != nil {
 		return nil, 0, c.err
 	}
@@ -45,7 +58,7 @@ func (c *StageCursor) Poll(ctx context.Context, db queryer, clock Clock) ([]Serv
 	c.Lost += lost
 	if clock.OriginUS != 0 {
 		for i := range rows {
-			rows[i].StartUS, rows[i].EndUS = clock.UnixMicros(rows[i].TimerStart), clock.UnixMicros(rows[i].TimerEnd)
+			c.times(&rows[i], clock)
 		}
 	}
 	return rows, lost, nil

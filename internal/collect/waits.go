@@ -1,7 +1,5 @@
 package collect
 
-import "context"
-
 var waitFields = []field[ServerWait]{
 	{name: "THREAD_ID", set: func(r *ServerWait, v []byte) { r.ThreadID = pU64(v) }},
 	{name: "EVENT_ID", set: func(r *ServerWait, v []byte) { r.EventID = pU64(v) }},
@@ -25,39 +23,18 @@ var waitFields = []field[ServerWait]{
 // WaitCursor reads events_waits_history(_long) incrementally, like
 // StatementCursor. Times are converted with Clock.WaitMicros, since waits may
 // run on their own timer (CYCLE on MariaDB unless switched).
-type WaitCursor struct {
-	r    *historyReader[ServerWait]
-	err  error
-	Lost int64
-}
+type WaitCursor = eventCursor[ServerWait]
 
 // NewWaitCursor returns a cursor over events_waits_history_long or
 // events_waits_history.
 func NewWaitCursor(table string) *WaitCursor {
-	c := &WaitCursor{}
-	c.r, c.err = newHistoryReader(table, "waits", waitFields,
-		func(s *ServerWait) eventKey { return eventKey{s.ThreadID, s.EventID, s.EndEventID, s.TimerEnd} }, nil)
-	return c
-}
-
-// Poll returns the waits completed since the last Poll and the count lost.
-func (c *WaitCursor) Poll(ctx context.Context, db queryer, clock Clock) ([]ServerWait, int64, error) {
-	if c.err != nil {
-		return nil, 0, c.err
-	}
-	rows, lost, err := c.r.read(ctx, db)
-	if err != nil {
-		return nil, 0, err
-	}
-	c.Lost += lost
-	if clock.OriginUS != 0 {
-		for i := range rows {
+	return newEventCursor(table, "waits", waitFields,
+		func(s *ServerWait) eventKey { return eventKey{s.ThreadID, s.EventID, s.EndEventID, s.TimerEnd} },
+		func(s *ServerWait, clock Clock) {
 			conv := clock.WaitMicros
-			if rows[i].EventName == "idle" {
+			if s.EventName == "idle" {
 				conv = clock.UnixMicros // idle runs on the MICROSECOND timer, not the wait timer
 			}
-			rows[i].StartUS, rows[i].EndUS = conv(rows[i].TimerStart), conv(rows[i].TimerEnd)
-		}
-	}
-	return rows, lost, nil
+			s.StartUS, s.EndUS = conv(s.TimerStart), conv(s.TimerEnd)
+		})
 }

@@ -399,7 +399,7 @@ func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {
 // settings now, and the pool groups and status of the last slow poll.
 func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGroup, status map[string]string) *diagnose.Window {
 	cores := 0
-	if isLoopback(hostOf(e.addr)) {
+	if collect.IsLocalHost(hostOf(e.addr)) {
 		cores = runtime.NumCPU()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -417,12 +417,4 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 		w.PoolGroups = diagnose.PoolGroupsFrom(pool)
 	}
 	return w
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
