@@ -45,6 +45,11 @@ type Window struct {
 	// Grants are the lines of SHOW GRANTS for gapscope's own account.
 	Grants     []string
 	PoolGroups []PoolGroup
+	// RwndLimitedUS is, per client address ("ip:port", the part of a
+	// Statement's Conn before '>'), how long the server's socket to it was
+	// receive-window limited during the window, as its kernel counted
+	// (TCP_INFO); nil when not read (a remote server, or no sock_diag).
+	RwndLimitedUS map[string]int64
 	// SettingsSource says where Vars came from ("server", a file name, ...).
 	SettingsSource string
 	// Limits tunes the statement rules; zero fields take the defaults.

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gapscope/gapscope/internal/event"
 )
@@ -49,6 +50,10 @@ func checkClientBackpressure(w *Window) []event.Finding {
 		},
 		Fix: "read results promptly: fetch rows as they arrive instead of working or sleeping between fetches of an unbuffered (streaming) result, or buffer the whole result client-side; for large results fetch smaller pages (keyset pagination with LIMIT) or fewer columns. While blocked the server holds a thread and the statement's locks",
 	}
+	if kernel, ok := kernelRwndLimited(w, conns); ok {
+		f.Evidence["kernel_rwnd_limited_us"] = kernel
+		f.Summary += fmt.Sprintf("; the server's kernel agrees: its sockets to these clients were receive-window limited for %s (TCP_INFO)", dur(kernel))
+	}
 	if v, ok := w.Vars["net_write_timeout"]; ok {
 		f.Evidence["net_write_timeout"] = v
 	}
@@ -56,4 +61,22 @@ func checkClientBackpressure(w *Window) []event.Finding {
 		f.Severity = event.SeverityCritical
 	}
 	return []event.Finding{f}
+}
+
+// kernelRwndLimited sums the kernel's receive-window-limited time of the
+// stalled connections' server sockets: independent evidence, from the
+// server's own TCP stack, of what the wire showed.
+func kernelRwndLimited(w *Window, conns []connTally) (int64, bool) {
+	if w.RwndLimitedUS == nil {
+		return 0, false
+	}
+	var sum int64
+	found := false
+	for _, c := range conns {
+		client, _, _ := strings.Cut(c.Conn, ">")
+		if v, ok := w.RwndLimitedUS[client]; ok {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found
 }

@@ -151,6 +151,23 @@ func TestClientBackpressureReportsStallBytesAndOverstatement(t *testing.T) {
 	}
 }
 
+// The server kernel's receive-window-limited time of the stalled
+// connection's socket is added as evidence; other sockets' is not.
+func TestClientBackpressureCitesKernelRwndLimited(t *testing.T) {
+	w := slowClientWindow()
+	if ev := only(t, Run(w, StatementRules()...), CodeClientBackpressure, 1)[0].Evidence; ev["kernel_rwnd_limited_us"] != nil {
+		t.Errorf("kernel evidence without a kernel reading: %v", ev["kernel_rwnd_limited_us"])
+	}
+	w.RwndLimitedUS = map[string]int64{"10.1.1.1:41000": 2_996_000, "10.1.1.1:41001": 2_990_000, "10.1.1.1:9": 5}
+	f := only(t, Run(w, StatementRules()...), CodeClientBackpressure, 1)[0]
+	if got := f.Evidence["kernel_rwnd_limited_us"]; got != int64(2_996_000) {
+		t.Errorf("kernel_rwnd_limited_us = %v, want the stalled connection's 2996000", got)
+	}
+	if !strings.Contains(f.Summary, "receive-window limited for 3.00 s (TCP_INFO)") {
+		t.Errorf("summary does not cite the kernel: %q", f.Summary)
+	}
+}
+
 func TestClientBackpressureSilentOnZeroWindowWithoutStall(t *testing.T) {
 	w := slowClientWindow()
 	w.Statements = w.Statements[1:]

@@ -164,6 +164,13 @@ func TestSlowClientLab(t *testing.T) {
 	if got, _ := ev["resp_bytes"].(float64); int64(got) < big.RespBytes {
 		t.Errorf("CLIENT_BACKPRESSURE resp_bytes = %v, want >= %d (the stalled bytes)", ev["resp_bytes"], big.RespBytes)
 	}
+	// The server's own TCP stack counted the same wait on its socket
+	// (TCP_INFO rwnd-limited, read every second and at the end: at least
+	// half of the sleep, never more than the sleep plus a few jiffies).
+	kernel, _ := ev["kernel_rwnd_limited_us"].(float64)
+	if int64(kernel) < sleep/2 || int64(kernel) > sleep+20_000 {
+		t.Errorf("kernel_rwnd_limited_us = %v, want between half the %d µs sleep and the sleep", ev["kernel_rwnd_limited_us"], sleep)
+	}
 }
 
 func abs(v int64) int64 {

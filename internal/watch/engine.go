@@ -46,6 +46,7 @@ type engine struct {
 	restore   func(context.Context)
 	plans     *plans.Catcher
 	sample    *connSample
+	sockets   *socketWatch // nil unless the server runs on this host
 	// sampleReadAt is when a sampled poll last re-read the processlist
 	// (poller goroutine only).
 	sampleReadAt time.Time
@@ -152,6 +153,7 @@ func (e *engine) connect(ctx context.Context) error {
 	}
 	e.mapExistingConns(ctx)
 	e.startedAt, _ = e.serverStart(ctx)
+	e.watchSockets()
 	e.liveVars = e.poolVars(ctx)
 	return nil
 }
@@ -353,6 +355,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	defer cancel()
 	time.Sleep(e.opts.PollInterval)
 	e.pollStatements(ctx)
+	_ = e.sockets.poll()
 	e.joiner.FlushAll()
 	return st
 }
@@ -410,6 +413,7 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 		w = &diagnose.Window{Flavor: e.info.Flavor, Version: e.info.Version}
 	}
 	w.Statements = window
+	w.RwndLimitedUS = e.sockets.limited()
 	if status != nil {
 		w.Status = status
 	}
@@ -417,4 +421,22 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 		w.PoolGroups = diagnose.PoolGroupsFrom(pool)
 	}
 	return w
+}
+
+// watchSockets starts following the server's sockets' receive-window
+// limits when the server runs on this host (sock_diag sees only local
+// sockets). It says so when the kernel cannot tell.
+func (e *engine) watchSockets() {
+	if !collect.IsLocalHost(hostOf(e.addr)) {
+		return
+	}
+	ports := e.opts.Ports
+	if len(ports) == 0 {
+		ports = []uint16{portOf(e.addr)}
+	}
+	e.sockets = newSocketWatch(ports)
+	if err := e.sockets.poll(); err != nil {
+		e.notes.add("server sockets' TCP_INFO unreadable (%v): stalls come from the wire only", err)
+		e.sockets = nil
+	}
 }

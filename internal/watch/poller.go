@@ -267,6 +267,7 @@ func (e *engine) pollSlow(ctx context.Context) {
 	}
 	e.serverM.Unlock()
 	e.mapExistingConns(ctx)
+	_ = e.sockets.poll() // a failed read keeps the earlier ones
 }
 
 // statementRate is the server's statements per second between two status

@@ -1,0 +1,87 @@
+package watch
+
+import (
+	"sync"
+
+	"github.com/gapscope/gapscope/internal/capture"
+)
+
+// socketWatch follows, on a server running on this host, how long each of
+// its client sockets was receive-window limited (TCP_INFO, read through
+// sock_diag every second and at the end). A socket already open at the
+// first read counts from that read; one opened later counts from zero: its
+// whole life is in the run.
+type socketWatch struct {
+	ports []uint16
+	mu    sync.Mutex
+	base  map[string]uint64 // remote "ip:port" -> reading at the first read
+	last  map[string]uint64 // remote "ip:port" -> latest reading
+	read  bool              // a first read happened
+}
+
+// maxSockets bounds the sockets remembered; past it, closed ones are
+// forgotten at the next read.
+const maxSockets = 50_000
+
+func newSocketWatch(ports []uint16) *socketWatch {
+	return &socketWatch{ports: ports, base: map[string]uint64{}, last: map[string]uint64{}}
+}
+
+// poll reads the server's sockets; an error (no sock_diag, an old kernel)
+// leaves what was read so far.
+func (w *socketWatch) poll() error {
+	if w == nil {
+		return nil
+	}
+	var socks []capture.SocketStat
+	for _, p := range w.ports {
+		got, err := capture.ServerSockets(p)
+		if err != nil {
+			return err
+		}
+		socks = append(socks, got...)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.last) > maxSockets {
+		open := make(map[string]bool, len(socks))
+		for _, s := range socks {
+			open[s.Remote.String()] = true
+		}
+		for k := range w.last {
+			if !open[k] {
+				delete(w.last, k)
+				delete(w.base, k)
+			}
+		}
+	}
+	for _, s := range socks {
+		k := s.Remote.String()
+		if !w.read {
+			w.base[k] = s.RwndLimitedUS
+		}
+		w.last[k] = s.RwndLimitedUS
+	}
+	w.read = true
+	return nil
+}
+
+// limited returns the receive-window-limited time of each client socket
+// during the run, in µs (those with some); nil when nothing was read.
+func (w *socketWatch) limited() map[string]int64 {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.read {
+		return nil
+	}
+	out := map[string]int64{}
+	for k, v := range w.last {
+		if d := v - min(w.base[k], v); d > 0 {
+			out[k] = int64(d)
+		}
+	}
+	return out
+}
