@@ -18,6 +18,14 @@ import (
 // ~10k statements/s here) until the returned stop is called.
 func loaded(tb testing.TB, ring, threads int) (*sandbox.Instance, func()) {
 	tb.Helper()
+	return loadedAt(tb, ring, threads, 0)
+}
+
+// loadedAt is loaded with sysbench capped at rate transactions per second
+// (0: uncapped), for tests that need the ring to outlast the run whatever
+// the machine's speed.
+func loadedAt(tb testing.TB, ring, threads, rate int) (*sandbox.Instance, func()) {
+	tb.Helper()
 	if !workload.SysbenchAvailable() {
 		tb.Fatal("sysbench is not installed (make deps installs it)")
 	}
@@ -28,7 +36,7 @@ func loaded(tb testing.TB, ring, threads int) (*sandbox.Instance, func()) {
 		"--performance-schema-consumer-events-statements-history-long=ON",
 		fmt.Sprintf("--performance-schema-events-statements-history-long-size=%d", ring),
 	}})
-	opts := workload.OLTPOptions{Tables: 2, TableSize: 10_000, Threads: threads, Duration: time.Hour}
+	opts := workload.OLTPOptions{Tables: 2, TableSize: 10_000, Threads: threads, Duration: time.Hour, Rate: rate}
 	if _, err := workload.Sysbench(context.Background(), inst.DSN(""), opts, "prepare"); err != nil {
 		tb.Fatal(err)
 	}
@@ -82,7 +90,9 @@ func collectRows(t *testing.T, cur *StatementCursor, db *sql.DB, into map[eventK
 // incremental cursor must have returned exactly its statements (same
 // connection ids and texts), none twice, none lost.
 func TestStatementCursorIncrementalSandbox(t *testing.T) {
-	inst, stop := loaded(t, 100_000, 2)
+	// 500 transactions/s is ~9,000 statements/s: the 100k ring outlasts the
+	// ~6 s run (uncapped, a quiet machine filled it in 5 s).
+	inst, stop := loadedAt(t, 100_000, 2, 500)
 	db := openMonitor(t, inst)
 	full := newStatementCursor("events_statements_history_long", false)
 	inc := NewStatementCursor("events_statements_history_long")

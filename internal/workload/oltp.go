@@ -31,6 +31,9 @@ type OLTPOptions struct {
 	RangeSize                                                          int // default 100
 	// SkipTrx runs the statements in autocommit instead of BEGIN/COMMIT.
 	SkipTrx bool
+	// Rate caps the transactions per second (sysbench --rate; 0: as fast
+	// as the server goes). Only the sysbench driver honours it.
+	Rate int
 	// Seed makes the random choices repeatable (0: time-based).
 	Seed uint64
 }

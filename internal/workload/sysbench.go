@@ -85,6 +85,9 @@ func sysbenchArgs(dsn string, opts OLTPOptions, command string) ([]string, error
 	if opts.SkipTrx {
 		args = append(args, "--skip_trx=on")
 	}
+	if opts.Rate > 0 {
+		args = append(args, "--rate="+strconv.Itoa(opts.Rate))
+	}
 	return append(args, command), nil
 }
 

@@ -64,6 +64,14 @@ func TestSysbenchArgs(t *testing.T) {
 			t.Errorf("args %q lack %q", got, want)
 		}
 	}
+	if strings.Contains(got, "--rate") {
+		t.Errorf("uncapped run has a rate: %q", got)
+	}
+	capped := opts
+	capped.Rate = 500
+	if args, _ := sysbenchArgs("root@tcp(127.0.0.1:3306)/", capped, "run"); !strings.Contains(strings.Join(args, " "), "--rate=500 run") {
+		t.Errorf("capped run: %q", args)
+	}
 	if args, _ := sysbenchArgs("root@unix(/tmp/s.sock)/", opts, "prepare"); !strings.Contains(strings.Join(args, " "), "--mysql-socket=/tmp/s.sock") {
 		t.Errorf("unix socket DSN: %q", args)
 	}
