@@ -81,8 +81,7 @@ func (a *asm) skip(at int, label string) (uint8, error) {
 // the PACKET_OUTGOING copy of each packet, which loopback delivers twice.
 // sample > 1 keeps only connections whose client port (the port on the
 // other side of a server port) SampledPort accepts: the kernel then
-// copies 1/sample of the packets, which is most of what capture costs a
-// busy host (see README's performance section).
+// copies 1/sample of the packets into the ring.
 func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint16) ([]bpf.RawInstruction, error) {
 	if len(ports) == 0 || len(ports) > 32 {
 		return nil, errors.New("bpf: need between 1 and 32 ports")

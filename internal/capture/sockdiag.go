@@ -16,11 +16,9 @@ import (
 // is the time the socket had data to send but the peer's receive window
 // was full: the kernel's own count of a client that does not read.
 type SocketStat struct {
-	Local, Remote   netip.AddrPort
-	BytesAcked      uint64
-	BusyUS          uint64
-	RwndLimitedUS   uint64
-	SndbufLimitedUS uint64
+	Local, Remote netip.AddrPort
+	BytesAcked    uint64
+	RwndLimitedUS uint64
 }
 
 // ErrNoRwndLimited means the kernel's TCP_INFO is too short to carry the
@@ -134,8 +132,7 @@ func parseDiagMsg(b []byte) (SocketStat, bool, error) {
 				return st, false, ErrNoRwndLimited
 			}
 			u64 := func(off uintptr) uint64 { return binary.NativeEndian.Uint64(info[off:]) }
-			st.BytesAcked = u64(offBytesAcked)
-			st.BusyUS, st.RwndLimitedUS, st.SndbufLimitedUS = u64(offBusy), u64(offRwnd), u64(offSndbuf)
+			st.BytesAcked, st.RwndLimitedUS = u64(offBytesAcked), u64(offRwnd)
 			return st, true, nil
 		}
 		a = a[min((l+3)&^3, len(a)):]
@@ -154,8 +151,6 @@ func diagAddr(family uint8, b []byte) netip.Addr {
 // Offsets of the counters in struct tcp_info, as x/sys/unix lays it out.
 var (
 	offBytesAcked = unsafe.Offsetof(unix.TCPInfo{}.Bytes_acked)
-	offBusy       = unsafe.Offsetof(unix.TCPInfo{}.Busy_time)
 	offRwnd       = unsafe.Offsetof(unix.TCPInfo{}.Rwnd_limited)
-	offSndbuf     = unsafe.Offsetof(unix.TCPInfo{}.Sndbuf_limited)
-	tcpInfoMinLen = int(offSndbuf) + 8
+	tcpInfoMinLen = int(offRwnd) + 8
 )

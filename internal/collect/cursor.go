@@ -159,18 +159,13 @@ func (c *ringCursor) lostSince(keys []eventKey, old []bool, byThread map[uint64]
 		if anyOld || (!c.filtered && len(keys) < c.ringSize) {
 			return 0
 		}
-		if c.filtered {
-			for t, idx := range byThread {
-				if m, ok := c.marks[t]; ok {
-					lost += estimateLost(m.end, keys, idx)
-				}
-			}
-			return lost
-		}
 		for t, idx := range byThread {
 			if m, ok := c.marks[t]; ok {
 				lost += estimateLost(m.end, keys, idx)
 			}
+		}
+		if c.filtered {
+			return lost
 		}
 		// The whole ring turned over: at least one event fell out unseen,
 		// even if no thread we knew shows a gap.

@@ -235,7 +235,9 @@ func TestWindowSQLSandbox(t *testing.T) {
 // BenchmarkStatementCursorSandbox polls rings of 1k, 10k and 100k rows
 // under sysbench, with the whole-table read and the incremental one, 100 ms
 // apart (the watch poll interval): ns/op is one poll, rows/poll what the
-// server sent, new/poll what was new. It also times the single-scan queries
+// server sent, new/poll what was new. whole-join is the whole-table read of
+// the join cursor's columns (watch's), against whole's every column. It
+// also times the single-scan queries
 // a loss check could add (the incremental cursor adds none).
 //
 //	go test -run '^$' -bench StatementCursorSandbox -benchtime 40x ./internal/collect
@@ -245,8 +247,14 @@ func BenchmarkStatementCursorSandbox(b *testing.B) {
 			inst, _ := loaded(b, ring, 2)
 			db := openMonitor(b, inst)
 			time.Sleep(time.Duration(ring/10) * time.Millisecond) // the ring fills (~10k statements/s)
-			for _, mode := range []string{"whole", "incremental"} {
-				b.Run(mode, func(b *testing.B) { benchPolls(b, db, mode == "incremental") })
+			for _, mode := range []string{"whole", "whole-join", "incremental"} {
+				b.Run(mode, func(b *testing.B) {
+					cur := newStatementCursor("events_statements_history_long", mode == "incremental")
+					if mode == "whole-join" {
+						cur.r.want = joinFields
+					}
+					benchPolls(b, db, cur)
+				})
 			}
 			for name, q := range extraQueries {
 				b.Run(name, func(b *testing.B) { benchQuery(b, db, q) })
@@ -262,8 +270,8 @@ var extraQueries = map[string]string{
 	"live threads (mark pruning)": "SELECT THREAD_ID FROM performance_schema.threads",
 }
 
-func benchPolls(b *testing.B, db *sql.DB, incremental bool) {
-	cur := newStatementCursor("events_statements_history_long", incremental)
+func benchPolls(b *testing.B, db *sql.DB, cur *StatementCursor) {
+	incremental := cur.r.incremental
 	ctx := context.Background()
 	if err := cur.Prime(ctx, db); err != nil {
 		b.Fatal(err)

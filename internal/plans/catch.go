@@ -87,7 +87,7 @@ func scanQuery(ctx context.Context, conn *sql.Conn, query string) (Plan, error) 
 // explainedText reads the 1003 note a live plan statement leaves; "" when
 // there is none (an empty plan, or a server that does not leave it).
 func explainedText(ctx context.Context, conn *sql.Conn) string {
-	rows, err := conn.QueryContext(ctx, "SHOW WARNINGS")
+	rows, err := conn.QueryContext(ctx, collect.Mark+" SHOW WARNINGS")
 	if err != nil {
 		return ""
 	}
