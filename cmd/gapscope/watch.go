@@ -31,6 +31,7 @@ type watchFlags struct {
 	plansThreshold            time.Duration
 	ringMB                    int
 	sample                    uint16
+	cpuBudget                 float64
 	cpuProfile                string
 	top                       int
 }
@@ -80,7 +81,8 @@ degrades to what it can measure and says so in the notes.`,
 	fl.BoolVar(&f.plans, "plans", false, "catch the live plan of statements slower than --plans-threshold and report PLAN_FLIP")
 	fl.DurationVar(&f.plansThreshold, "plans-threshold", time.Second, "with --plans: a statement running this long is slow")
 	fl.IntVar(&f.ringMB, "ring-mb", 32, "kernel capture ring in MiB (raise it if the final report shows kernel drops)")
-	fl.Uint16Var(&f.sample, "sample", 1, "follow 1 in N connections (chosen by a hash of the client port) to cut watch's cost on a busy server; 1: all")
+	fl.Float64Var(&f.cpuBudget, "cpu-budget", 1, "keep watch's own CPU under this percentage of the host's CPUs: on a server too busy for that it follows 1 in 2, 4, 8... connections (by client port) and says so; 0: follow every connection whatever it costs")
+	fl.Uint16Var(&f.sample, "sample", 1, "follow a fixed 1 in N connections (chosen by a hash of the client port) instead of letting --cpu-budget choose; 1: all, as the budget allows")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gapscope itself to this file (to measure its cost)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
 	return cmd
@@ -96,6 +98,9 @@ func (f *watchFlags) options() (watch.Options, error) {
 	if f.sample == 0 {
 		return watch.Options{}, usagef("--sample must be 1 (every connection) or more")
 	}
+	if f.cpuBudget < 0 || f.cpuBudget > 100 {
+		return watch.Options{}, usagef("--cpu-budget is a percentage of the host's CPUs, between 0 (no bound) and 100, not %g", f.cpuBudget)
+	}
 	if f.ringMB < 2 || f.ringMB > 4096 {
 		return watch.Options{}, usagef("--ring-mb must be between 2 and 4096, not %d", f.ringMB)
 	}
@@ -105,7 +110,7 @@ func (f *watchFlags) options() (watch.Options, error) {
 	o := watch.Options{DSN: f.dsn, DefaultsFile: f.defaultsFile, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
 		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB,
-		Sample: f.sample}
+		Sample: f.sample, CPUBudget: f.cpuBudget / 100}
 	for _, p := range f.ports {
 		if p == 0 || p > 65535 {
 			return o, usagef("--port %d is not a TCP port", p)
@@ -155,9 +160,23 @@ func writeWatchResult(out io.Writer, res *watch.Result, f watchFlags) error {
 		return err
 	}
 	writeGroupSummary(out, res.Groups)
-	fmt.Fprintf(out, "\njoined %d of %d wire statements; server rows %d (unmatched %d); clock error ±%dµs\n\n",
+	fmt.Fprintf(out, "\njoined %d of %d wire statements; server rows %d (unmatched %d); clock error ±%dµs\n",
 		res.Join.Joined, res.Join.Wire, res.Join.Server, res.Join.UnmatchedServer, res.Clock.ErrorUS)
+	writeOwnCost(out, res.Own)
 	return report.WriteFindingsText(out, res.Findings)
+}
+
+// writeOwnCost says what watch cost the host: its CPU over the run.
+func writeOwnCost(out io.Writer, o watch.OwnCost) {
+	fmt.Fprintf(out, "watch itself: %.1f s CPU, %.2f%% of %d CPUs", o.CPUSeconds, 100*o.Share, o.CPUs)
+	if o.Budget > 0 {
+		fmt.Fprintf(out, " (budget %g%%", 100*o.Budget)
+		if n := len(o.Steps); n > 0 {
+			fmt.Fprintf(out, "; following 1 in %d connections at the end", o.Steps[n-1].Sample)
+		}
+		fmt.Fprint(out, ")")
+	}
+	fmt.Fprint(out, "\n\n")
 }
 
 func writeGroupSummary(out io.Writer, groups []watch.GroupSummary) {

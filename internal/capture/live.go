@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,8 @@ type LiveOptions struct {
 	// in Stats.QueueDrops) rather than stalling the ring.
 	QueueMB int
 	// Sample > 1 captures only the connections whose client port
-	// SampledPort accepts, in the kernel filter.
+	// SampledPort accepts, in the kernel filter. SetSample changes it
+	// while the capture runs.
 	Sample uint16
 }
 
@@ -49,7 +51,15 @@ type Live struct {
 	opts  LiveOptions
 	tp    *afpacket.TPacket
 	link  layers.LinkType
-	iface string
+	flink filterLink
+	// dropOutgoing: the filter drops outgoing copies (loopback).
+	dropOutgoing bool
+	iface        string
+	// sample is the current 1-in-N (SetSample), read by Run's loop.
+	sample atomic.Uint32
+	// mu guards closed: SetSample must not touch a released socket.
+	mu     sync.Mutex
+	closed bool
 	// discarded counts the unfiltered frames queued while the ring was set
 	// up, thrown away by attachFilter.
 	discarded int
@@ -102,8 +112,41 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		tp.Close()
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
-	return &Live{opts: opts, tp: tp, link: link, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
+	l := &Live{opts: opts, tp: tp, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}
+	l.sample.Store(uint32(max(opts.Sample, 1)))
+	return l, nil
 }
+
+// ErrStopped: the capture has ended.
+var ErrStopped = errors.New("capture already stopped")
+
+// SetSample changes, while the capture runs, which connections it follows:
+// 1 in n by client port (SampledPort; 1 = all). The kernel filter changes
+// at once; connections that leave the sample are forgotten by the tracker
+// without reports (their statements in flight are not a measurement of
+// anything), and connections that join it are picked up mid-stream from
+// their next command. With n a power of two, doubling n keeps a subset of
+// the connections followed (see SampledPort).
+func (l *Live) SetSample(n uint16) error {
+	n = max(n, 1)
+	filter, err := buildFilter(l.opts.Ports, l.flink, l.dropOutgoing, n)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrStopped
+	}
+	if err := l.tp.SetBPF(filter); err != nil {
+		return fmt.Errorf("changing the capture filter on %s: %w", l.iface, err)
+	}
+	l.sample.Store(uint32(n))
+	return nil
+}
+
+// Sample returns the 1-in-N the capture follows now.
+func (l *Live) Sample() uint16 { return uint16(l.sample.Load()) }
 
 // ignoreOutgoing asks the kernel not to hand the socket outgoing packets
 // (PACKET_IGNORE_OUTGOING, Linux 4.20+). On loopback every packet comes
@@ -152,7 +195,12 @@ func interfaceLink(iface string) (layers.LinkType, filterLink, bool, error) {
 
 // Close releases the ring. Run closes it too.
 func (l *Live) Close() error {
-	l.tp.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		l.tp.Close()
+	}
 	return nil
 }
 
@@ -182,7 +230,13 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 		close(full)
 	}()
 	t := NewTracker(l.opts.Options, emit)
+	sample := l.Sample()
+	t.Resample(sample)
 	for b := range full {
+		if now := l.Sample(); now != sample {
+			sample = now
+			t.Resample(sample)
+		}
 		for _, p := range b.pkts {
 			if l.tap != nil {
 				l.tap(p.tsUS, b.data[p.from:p.to])

@@ -200,3 +200,107 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 		t.Errorf("stats %+v, %d real retransmissions", st, tally.resent)
 	}
 }
+
+// TestLiveSetSample: changing the sample while the capture runs changes the
+// kernel filter at once: connections opened after SetSample(4) reach the
+// tracker only when their client port is in the sample, and after
+// SetSample(1) all of them do.
+func TestLiveSetSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live capture test: skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	live, err := OpenLive("lo", LiveOptions{Options: Options{Ports: []uint16{port}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[uint16]bool{} // client ports with a frame on the tracker's side
+	live.tap = func(_ int64, frame []byte) {
+		var p packet
+		if decodeFrame(linkEthernet, frame, &p) == resultTCP {
+			mu.Lock()
+			seen[p.src.port+p.dst.port-port] = true
+			mu.Unlock()
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := live.Run(ctx, func(*event.Statement) {}); err != nil {
+			t.Error(err)
+		}
+	}()
+	// echoes opens n connections that each echo a line; it returns their client ports.
+	echoes := func(n int) []uint16 {
+		var ports []uint16
+		for range n {
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					io.Copy(c, c)
+					c.Close()
+				}
+			}()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ports = append(ports, uint16(c.LocalAddr().(*net.TCPAddr).Port))
+			msg := []byte(echoMsg)
+			if _, err := c.Write(msg); err == nil {
+				_, _ = io.ReadFull(c, make([]byte, len(msg)))
+			}
+			c.Close()
+		}
+		time.Sleep(200 * time.Millisecond) // blocks are handed over within 5 ms, batches within 20
+		return ports
+	}
+	// count returns how many of ports were seen, and how many of those the sample n accepts.
+	count := func(ports []uint16, n uint16) (got, sampled int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range ports {
+			if seen[p] {
+				got++
+				if SampledPort(p, n) {
+					sampled++
+				}
+			}
+		}
+		return got, sampled
+	}
+	if err := live.SetSample(4); err != nil {
+		t.Fatal(err)
+	}
+	quarter := echoes(32)
+	want := 0
+	for _, p := range quarter {
+		if SampledPort(p, 4) {
+			want++
+		}
+	}
+	if got, sampled := count(quarter, 4); got != want || sampled != want || want == 0 {
+		t.Errorf("1 in 4: %d of 32 connections captured (%d in the sample); want exactly the %d sampled", got, sampled, want)
+	}
+	if err := live.SetSample(1); err != nil || live.Sample() != 1 {
+		t.Fatalf("back to all: %v (sample %d)", err, live.Sample())
+	}
+	all := echoes(8)
+	if got, _ := count(all, 1); got != len(all) {
+		t.Errorf("1 in 1: %d of %d connections captured", got, len(all))
+	}
+	cancel()
+	<-done
+	if err := live.SetSample(2); err == nil {
+		t.Error("SetSample after the capture stopped: no error")
+	}
+}

@@ -60,6 +60,9 @@ type Tracker struct {
 	nowUS  int64
 	sweep  int64
 	sqlBuf []byte // scratch for parameter interpolation
+	// sample > 1 follows only connections whose client port SampledPort
+	// accepts (Resample); packets of others are ignored.
+	sample uint16
 }
 
 // NewTracker returns a tracker that calls emit for every statement. emit runs
@@ -122,6 +125,9 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	if p.flags&tcpRST != 0 || (p.flags&tcpFIN != 0 && len(p.payload) == 0) {
 		return nil // the tail of a connection we never saw
 	}
+	if !t.sampled(key) {
+		return nil // queued before the filter left it out
+	}
 	if old := t.flows[key]; old == nil && len(t.flows) >= t.opts.MaxFlows {
 		t.sweepIdle()
 		if len(t.flows) >= t.opts.MaxFlows {
@@ -133,6 +139,36 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	f.half[0].wscale, f.half[1].wscale = -1, -1
 	t.flows[key] = f
 	return f
+}
+
+// Resample follows 1 in n connections from now on (1: all): connections
+// the sample no longer holds are forgotten without reports, as if never
+// captured, and packets of such connections queued before the kernel
+// filter changed are ignored.
+func (t *Tracker) Resample(n uint16) {
+	t.sample = n
+	for k := range t.flows {
+		if !t.sampled(k) {
+			delete(t.flows, k)
+		}
+	}
+}
+
+// sampled reports whether the connection of key is in the sample. The
+// client is the end not on a server port; a connection between two server
+// ports (or none) cannot be told apart and is kept.
+func (t *Tracker) sampled(key flowKey) bool {
+	if t.sample <= 1 {
+		return true
+	}
+	a, b := t.isServerPort(key.a.port), t.isServerPort(key.b.port)
+	switch {
+	case a && !b:
+		return SampledPort(key.b.port, t.sample)
+	case b && !a:
+		return SampledPort(key.a.port, t.sample)
+	}
+	return true
 }
 
 // sweepIdle closes connections idle longer than IdleTimeout and forgets old

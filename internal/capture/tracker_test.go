@@ -495,3 +495,51 @@ func checkSpans(t *testing.T, s *event.Statement, want []event.Span) {
 		t.Errorf("spans %v, want %v", got, want)
 	}
 }
+
+// sampledPorts returns client ports in and out of a 1-in-n sample.
+func sampledPorts(t *testing.T, n uint16) (in, out uint16) {
+	t.Helper()
+	for p := uint16(40000); p < 41000 && (in == 0 || out == 0); p += 2 {
+		if SampledPort(p, n) {
+			in = max(in, p)
+		} else {
+			out = max(out, p)
+		}
+	}
+	if in == 0 || out == 0 {
+		t.Fatalf("no ports in and out of a 1-in-%d sample", n)
+	}
+	return in, out
+}
+
+// A resample forgets connections that left the sample without reporting
+// their statement in flight, ignores their queued packets, and picks up
+// connections that joined it mid-stream.
+func TestTrackerResample(t *testing.T) {
+	in, out := sampledPorts(t, 4)
+	h := newHarness(Options{})
+	kept := newConv(fmt.Sprintf("10.0.0.1:%d", in), "10.0.0.2:3306")
+	left := newConv(fmt.Sprintf("10.0.0.1:%d", out), "10.0.0.2:3306")
+	h.feed(kept.handshake(7, 7)...)
+	h.feed(left.handshake(7, 7)...)
+	h.feed(left.fromClient([]byte("SELECT 1"))) // in flight when the sample changes
+
+	h.t.Resample(4)
+	h.feed(left.fromServer([]byte("late\n")), left.fromClient([]byte("SELECT 2")), left.fromServer([]byte("r\n")))
+	h.feed(kept.fromClient([]byte("SELECT 3")), kept.fromServer([]byte("r\n")))
+	if len(h.stmts) != 1 || !strings.HasPrefix(h.stmts[0].Conn, kept.cli.String()) {
+		t.Fatalf("after resample to 1 in 4: %d statements %+v, want only the sampled connection's", len(h.stmts), h.stmts)
+	}
+	if h.t.Stats().Flows != 2 || len(h.t.flows) != 1 {
+		t.Errorf("flows: stats %d, tracked %d; want 2 seen, 1 left", h.t.Stats().Flows, len(h.t.flows))
+	}
+
+	h.t.Resample(1)
+	h.feed(left.fromClient([]byte("SELECT 4")), left.fromServer([]byte("r\n")))
+	if len(h.stmts) != 2 || !strings.HasPrefix(h.stmts[1].Conn, left.cli.String()) {
+		t.Fatalf("after resample to all: %d statements, want the returning connection's", len(h.stmts))
+	}
+	if st := h.t.Stats(); st.MidStreamFlows != 1 {
+		t.Errorf("returning connection: %d mid-stream flows, want 1", st.MidStreamFlows)
+	}
+}

@@ -73,6 +73,9 @@ type rowID struct{ thread, end uint64 }
 type threadMark struct {
 	end  uint64
 	seen uint64
+	// unread: reads left the thread out on purpose (ExceptConns) since
+	// end: the gap before its next row is not a loss.
+	unread bool
 }
 
 func newRingCursor(long bool, ringSize int) *ringCursor {
@@ -160,7 +163,7 @@ func (c *ringCursor) lostSince(keys []eventKey, old []bool, byThread map[uint64]
 			return 0
 		}
 		for t, idx := range byThread {
-			if m, ok := c.marks[t]; ok {
+			if m, ok := c.marks[t]; ok && !m.unread {
 				lost += estimateLost(m.end, keys, idx)
 			}
 		}
@@ -173,7 +176,7 @@ func (c *ringCursor) lostSince(keys []eventKey, old []bool, byThread map[uint64]
 	}
 	for t, idx := range byThread {
 		m, ok := c.marks[t]
-		if !ok || len(idx) < c.ringSize || anyOf(old, idx) {
+		if !ok || m.unread || len(idx) < c.ringSize || anyOf(old, idx) {
 			continue
 		}
 		lost += estimateLost(m.end, keys, idx)
@@ -260,8 +263,17 @@ func (c *ringCursor) remember(keys []eventKey, byThread map[uint64][]int) {
 		if !ok || k.end() > m.end {
 			m.end = k.end()
 		}
-		m.seen = c.polls
+		m.seen, m.unread = c.polls, false
 		c.marks[k.Thread] = m
+	}
+}
+
+// unread records that reads left thread out on purpose since its mark, so
+// that its next gap is not counted as lost.
+func (c *ringCursor) unread(thread uint64) {
+	if m, ok := c.marks[thread]; ok {
+		m.unread = true
+		c.marks[thread] = m
 	}
 }
 

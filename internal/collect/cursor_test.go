@@ -453,3 +453,33 @@ func cmpKey(a, b eventKey) int {
 	}
 	return cmpU64(a.EventID, b.EventID)
 }
+
+// A connection left out of reads (ExceptConns) and then read again: what
+// it ran meanwhile was skipped on purpose, not lost to the ring; a thread
+// read all along still shows its loss.
+func TestExceptConnsReadAgainIsNotLoss(t *testing.T) {
+	run := func(leaveOut bool) int64 {
+		c := newStatementCursor("events_statements_history_long", true)
+		c.r.ring = newIncrementalCursor(true, 6, 5*ms)
+		c.r.ring.filtered = true
+		c.conns[7] = 70 // thread 7 runs connection 70
+		a, b := threadRows(7, 1, 40, 1, 0), threadRows(8, 1, 40, 1, 0)
+		for i := range a { // both threads run a statement every 10 ms
+			a[i].TimerEnd, b[i].TimerEnd = uint64(i+1)*10*ms, uint64(i+1)*10*ms+ms
+		}
+		c.r.ring.advance(append(sub(a, 0, 2), sub(b, 0, 2)...))
+		if leaveOut {
+			c.ExceptConns([]uint64{70})
+		}
+		c.r.ring.advance(sub(b, 2, 4)) // thread 7 not asked for (or idle)
+		c.ExceptConns(nil)
+		_, lost := c.r.ring.advance(append(sub(a, 30, 32), sub(b, 4, 6)...))
+		return lost
+	}
+	if lost := run(true); lost != 0 {
+		t.Errorf("left out, then read again: %d lost, want 0", lost)
+	}
+	if lost := run(false); lost != 28 {
+		t.Errorf("read all along: %d lost, want 28 (ids 3-30 of thread 7)", lost)
+	}
+}

@@ -79,6 +79,8 @@ type StatementCursor struct {
 	err   error
 	own   map[uint64]bool // threads that ran a statement of ours
 	conns map[uint64]uint64
+	// except are the connections reads leave out (ExceptConns).
+	except map[uint64]bool
 	// Lost is the running total of statements lost to ring-buffer wrap.
 	Lost int64
 }
@@ -125,6 +127,7 @@ func (c *StatementCursor) ExceptConns(ids []uint64) {
 	if c.r == nil || c.r.setConn == nil {
 		return
 	}
+	c.readAgain(ids)
 	if len(ids) == 0 {
 		c.r.connFilter = ""
 		return
@@ -139,6 +142,24 @@ func (c *StatementCursor) ExceptConns(ids []uint64) {
 	}
 	b.WriteString("))")
 	c.r.connFilter = b.String()
+}
+
+// readAgain notes the connections whose statements reads are to return
+// again (left out before, not in ids): what they ran while left out was
+// not read on purpose, so the gap before their next row is not ring loss.
+func (c *StatementCursor) readAgain(ids []uint64) {
+	next := make(map[uint64]bool, len(ids))
+	for _, id := range ids {
+		next[id] = true
+	}
+	if c.r.ring != nil {
+		for t, conn := range c.conns {
+			if c.except[conn] && !next[conn] {
+				c.r.ring.unread(t)
+			}
+		}
+	}
+	c.except = next
 }
 
 // Stats returns what the cursor has read: rows the server sent and rows

@@ -46,7 +46,9 @@ type engine struct {
 	restore   func(context.Context)
 	plans     *plans.Catcher
 	sample    *connSample
-	sockets   *socketWatch // nil unless the server runs on this host
+	live      *capture.Live // nil without a capture
+	gov       *governor     // nil without a CPU budget (poller goroutine only)
+	sockets   *socketWatch  // nil unless the server runs on this host
 	// sampleReadAt is when a sampled poll last re-read the processlist
 	// (poller goroutine only).
 	sampleReadAt time.Time
@@ -103,7 +105,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		runCtx, stop = context.WithTimeout(ctx, opts.Duration)
 	}
 	defer stop()
-	started := time.Now()
+	started, startCPU := time.Now(), ownCPU()
 	capDone, err := e.startCapture(runCtx)
 	if err != nil {
 		return nil, err
@@ -116,7 +118,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	e.loop(runCtx)
 	capStats := e.finish(capDone, pollDone)
 	<-plansDone
-	return e.result(capStats, time.Since(started)), nil
+	return e.result(capStats, started, startCPU), nil
 }
 
 // connect opens the server connection and prepares the server side:
@@ -214,6 +216,9 @@ func (e *engine) prepareConsumers(ctx context.Context) string {
 		e.notes.add("could not enable consumers %s (%v): wire only", strings.Join(missing, ", "), err)
 		return ""
 	}
+	for _, c := range missing { // the diagnosis judges the run, not the server before it
+		e.caps.Consumers[c] = true
+	}
 	e.restore = func(ctx context.Context) {
 		_, _ = e.db.ExecContext(ctx, collect.Mark+" UPDATE performance_schema.setup_consumers SET ENABLED='NO' WHERE NAME IN ("+list+")")
 	}
@@ -234,6 +239,9 @@ func (e *engine) restoreSettings() {
 func (e *engine) mapExistingConns(ctx context.Context) {
 	procs, err := collect.Processlist(ctx, e.db)
 	if err != nil {
+		if ctx.Err() != nil {
+			return // stopping: nothing is missed
+		}
 		e.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
 		return
 	}
@@ -275,8 +283,11 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 		done <- capture.Stats{}
 		return done, nil
 	}
+	e.live = live
 	if e.sample.on() {
 		e.notes.add("sampling 1 in %d connections (--sample %d, chosen by a hash of the client port): counts and rates are the sample's, latencies and their parts are exact for every statement shown", e.opts.Sample, e.opts.Sample)
+	} else if e.opts.CPUBudget > 0 {
+		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
 	}
 	go func() {
 		st, err := live.Run(ctx, e.onWire)
@@ -360,7 +371,14 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	return st
 }
 
-func (e *engine) result(st capture.Stats, elapsed time.Duration) *Result {
+func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Duration) *Result {
+	elapsed := time.Since(started)
+	own := e.ownCost(elapsed, ownCPU()-startCPU)
+	if e.gov != nil {
+		if n := e.gov.note(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
+			e.notes.add("%s", n)
+		}
+	}
 	window, groups := e.sink.snapshot()
 	clock, _ := e.clock.Clock()
 	e.serverM.Lock()
@@ -371,7 +389,7 @@ func (e *engine) result(st capture.Stats, elapsed time.Duration) *Result {
 	e.serverM.Unlock()
 	e.noteLosses(st, server)
 	res := &Result{Server: e.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
-		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds()}
+		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own}
 	e.sink.mu.Lock()
 	for _, n := range e.notes.all() {
 		e.sink.profile.AddNote(n)
@@ -384,6 +402,18 @@ func (e *engine) result(st capture.Stats, elapsed time.Duration) *Result {
 	}
 	res.Notes = e.notes.all()
 	return res
+}
+
+// ownCost is watch's own CPU over the run; the governor's steps with it.
+func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
+	o := OwnCost{CPUSeconds: cpu.Seconds(), CPUs: max(runtime.NumCPU(), 1)}
+	if elapsed > 0 {
+		o.Share = cpu.Seconds() / elapsed.Seconds() / float64(o.CPUs)
+	}
+	if e.gov != nil {
+		o.Budget, o.Steps = e.gov.budget, e.gov.steps
+	}
+	return o
 }
 
 func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {

@@ -25,12 +25,21 @@ func (e *engine) drawLive() {
 	w := bufio.NewWriter(e.opts.Live)
 	defer w.Flush()
 	fmt.Fprint(w, "\x1b[H\x1b[2J")
-	fmt.Fprintf(w, "gapscope watch  %s  statements %d  joined %d  dropped %d  pending %d\n\n",
-		time.Now().Format(time.TimeOnly), total, joined, e.drops.Load(), e.joiner.Pending())
+	fmt.Fprintf(w, "gapscope watch  %s  statements %d  joined %d  dropped %d  pending %d%s\n\n",
+		time.Now().Format(time.TimeOnly), total, joined, e.drops.Load(), e.joiner.Pending(), e.followingNote())
 	writeWorst(w, worst)
 	writeGroups(w, groups)
 	writeConns(w, conns)
 	writeLiveFindings(w, e.liveFindings)
+}
+
+// followingNote tells the live view that only a sample of the connections
+// is followed.
+func (e *engine) followingNote() string {
+	if e.live == nil || e.live.Sample() <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("  following 1 in %d connections", e.live.Sample())
 }
 
 // liveFindingsEvery is how often the live view re-runs the statement rules,

@@ -2,9 +2,11 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 )
 
@@ -85,9 +87,7 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 		return 0, 0
 	}
 	clock, _ := e.clock.Clock()
-	if e.sample.on() {
-		e.cursor.ExceptConns(e.sample.skipped())
-	}
+	e.cursor.ExceptConns(e.sample.skipped()) // nil when following all: none left out
 	got, lost, err := e.cursor.Poll(ctx, e.db, clock)
 	e.serverM.Lock()
 	e.server.Polls++
@@ -266,8 +266,34 @@ func (e *engine) pollSlow(ctx context.Context) {
 		}
 	}
 	e.serverM.Unlock()
-	e.mapExistingConns(ctx)
-	_ = e.sockets.poll() // a failed read keeps the earlier ones
+	e.govern()
+	e.mapExistingConns(ctx) // also sorts connections into a changed sample
+	_ = e.sockets.poll()    // a failed read keeps the earlier ones
+}
+
+// govern lets the CPU budget change the connections followed: the kernel
+// filter first (the capture), then the server side's sample, which the
+// processlist read right after sorts connections into.
+func (e *engine) govern() {
+	if e.gov == nil || e.live == nil {
+		return
+	}
+	e.serverM.Lock()
+	rate := e.queryRate
+	e.serverM.Unlock()
+	cur := e.live.Sample()
+	next := e.gov.observe(time.Now(), ownCPU(), cur, rate)
+	if next == cur {
+		return
+	}
+	if err := e.live.SetSample(next); err != nil {
+		if !errors.Is(err, capture.ErrStopped) {
+			e.notes.add("CPU budget: could not change the capture's sample (%v): following 1 in %d from then on", err, cur)
+		}
+		e.gov = nil
+		return
+	}
+	e.sample.set(next)
 }
 
 // statementRate is the server's statements per second between two status

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
@@ -18,50 +19,98 @@ import (
 // to be out, so its statements are read until then, and dropped here if
 // it turns out unsampled.
 type connSample struct {
-	n    uint16
 	mu   sync.Mutex
+	n    uint16 // 1 in n; a CPU budget changes it (set)
 	in   map[uint64]bool // connections known to be sampled
 	out  map[uint64]bool // connections known not to be sampled
 	list []uint64        // out, sorted; rebuilt when out changed
+	// closed: connections out that the processlist no longer lists, by
+	// when that was first seen.
+	closed map[uint64]time.Time
 	made bool
 }
 
 func newConnSample(n uint16) *connSample {
-	return &connSample{n: n, in: map[uint64]bool{}, out: map[uint64]bool{}}
+	return &connSample{n: n, in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}}
 }
 
 // on reports whether sampling is on (n > 1).
-func (c *connSample) on() bool { return c != nil && c.n > 1 }
+func (c *connSample) on() bool { return c != nil && c.get() > 1 }
 
-// sampledHost reports whether a processlist HOST (ip:port) is sampled.
-func (c *connSample) sampledHost(host string) bool {
+func (c *connSample) get() uint16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// set follows 1 in n from now on. Which connections are in or out is not
+// known until the next replace (a processlist read): until then every row
+// is kept, as for a connection just opened.
+func (c *connSample) set(n uint16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = max(n, 1)
+	c.in, c.out, c.made = map[uint64]bool{}, map[uint64]bool{}, false
+	c.closed = map[uint64]time.Time{}
+}
+
+// sampledHost reports whether a processlist HOST (ip:port) is in a 1-in-n sample.
+func sampledHost(host string, n uint16) bool {
 	_, p, err := net.SplitHostPort(host)
 	if err != nil {
 		return false
 	}
 	port, err := strconv.ParseUint(p, 10, 16)
-	return err == nil && capture.SampledPort(uint16(port), c.n)
+	return err == nil && capture.SampledPort(uint16(port), n)
 }
 
 // replace takes a processlist read (ids by HOST): the connections it lists
-// that are not sampled are out from now on, closed ones forgotten.
-// Connections without a port (sockets) are never on the wire: out too.
-func (c *connSample) replace(hosts map[uint64]string) {
-	if !c.on() {
+// that are not sampled are out from now on. Connections without a port
+// (sockets) are never on the wire: out too. A connection out that has
+// closed stays out for closedGrace: its last statements can still be in
+// the history the next reads cover, and must not come back as rows of a
+// connection nobody knows.
+func (c *connSample) replace(hosts map[uint64]string) { c.replaceAt(hosts, time.Now()) }
+
+func (c *connSample) replaceAt(hosts map[uint64]string, now time.Time) {
+	n := c.get()
+	if n <= 1 {
 		return
 	}
 	in, out := map[uint64]bool{}, map[uint64]bool{}
 	for id, host := range hosts {
-		if c.sampledHost(host) {
+		if sampledHost(host, n) {
 			in[id] = true
 		} else {
 			out[id] = true
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n != n {
+		return // a set came in between: the next read classifies
+	}
+	for id := range c.out {
+		if _, open := hosts[id]; !open {
+			if _, ok := c.closed[id]; !ok {
+				c.closed[id] = now
+			}
+		}
+	}
+	for id, at := range c.closed {
+		if now.Sub(at) > closedGrace {
+			delete(c.closed, id)
+		} else {
+			out[id] = true
+		}
+	}
 	c.in, c.out, c.made = in, out, false
-	c.mu.Unlock()
 }
+
+// closedGrace is how long a closed connection stays out of a sample:
+// reads cover the history since the last read (plus a slack of
+// milliseconds), so after this its rows are behind every read.
+const closedGrace = 10 * time.Second
 
 // skipped returns the connections whose statements the server need not
 // send (nil when not sampling).

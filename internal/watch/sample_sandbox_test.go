@@ -60,3 +60,64 @@ func clientPort(t *testing.T, conn string) uint16 {
 	}
 	return ap.Port()
 }
+
+// TestBudgetedSysbench runs sysbench on 16 connections under watch with a
+// CPU budget nothing fits in: watch cuts the connections it follows while
+// it runs (the kernel filter and the server reads both), the statements
+// reported after a cut come only from connections the sample holds, they
+// join as a full run's do, and the run says what the budget did.
+func TestBudgetedSysbench(t *testing.T) {
+	inst, opts, ctx := sysbenchServer(t, 16, 14*time.Second)
+	var mu sync.Mutex
+	var stmts []event.Statement
+	res := runDuring(t, ctx, Options{DSN: monitorDSN(t, inst), Iface: "lo", PollInterval: 100 * time.Millisecond,
+		CPUBudget: 1e-6, OnStatement: func(s *event.Statement) {
+			mu.Lock()
+			defer mu.Unlock()
+			stmts = append(stmts, *s)
+		}}, func() error {
+		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
+		return err
+	})
+	steps := res.Own.Steps
+	t.Logf("%d statements; steps %+v; own %.2f s CPU; join %+v; notes %v", len(stmts), steps, res.Own.CPUSeconds, res.Join, res.Notes)
+	if len(steps) == 0 || steps[0].Sample < 2 {
+		t.Fatalf("no cut under a budget nothing fits in: steps %+v", steps)
+	}
+	// Statements that started in the second around a change may be half
+	// followed; the others must be in the first cut's sample (each later
+	// sample is a subset of it) and joined.
+	nearChange := func(us int64) bool {
+		for _, s := range steps {
+			if us > s.AtUS-1_000_000 && us < s.AtUS+1_000_000 {
+				return true
+			}
+		}
+		return false
+	}
+	after, joined := 0, 0
+	for _, s := range stmts {
+		if s.TReqFirst < steps[0].AtUS || nearChange(s.TReqFirst) {
+			continue
+		}
+		after++
+		if s.Joined {
+			joined++
+		}
+		if port := clientPort(t, s.Conn); !capture.SampledPort(port, steps[0].Sample) {
+			t.Errorf("statement of client port %d after the cut to 1 in %d", port, steps[0].Sample)
+		}
+	}
+	if after == 0 {
+		t.Fatal("no statement followed after the cut: the test proves nothing")
+	}
+	if joined*100 < after*99 {
+		t.Errorf("joined %d of %d statements followed after the cut, want >= 99%%", joined, after)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "CPU budget") || res.Own.Budget != 1e-6 || res.Own.CPUSeconds <= 0 {
+		t.Errorf("the run does not say what the budget did: own %+v, notes %v", res.Own, res.Notes)
+	}
+	if res.ServerSide.RingLost > int64(res.Join.Wire) {
+		t.Errorf("ring loss %d exceeds the %d statements followed: skipped connections counted as lost", res.ServerSide.RingLost, res.Join.Wire)
+	}
+}

@@ -40,6 +40,11 @@ type Options struct {
 	// hash chosen by capture.SampledPort): capture, server reads and joins all shrink with
 	// it. 0 or 1: every connection.
 	Sample uint16
+	// CPUBudget bounds watch's own CPU (user + system, all threads) as a
+	// fraction of the host's CPUs, e.g. 0.01: past it watch follows fewer
+	// connections (1 in 2, 4, 8 ... by client port, as Sample), and more
+	// again when well under it. 0: no bound. A fixed Sample > 1 turns it off.
+	CPUBudget float64
 	// Duration stops the run after this long; 0 runs until ctx ends.
 	Duration time.Duration
 	// PollInterval is the longest interval between performance_schema reads
@@ -114,6 +119,8 @@ type Result struct {
 	Groups     []GroupSummary        `json:"pool_groups,omitempty"`
 	Notes      []string              `json:"notes"`
 	ElapsedUS  int64                 `json:"elapsed_us"`
+	// Own is what watch itself cost this host (and what its CPU budget did).
+	Own OwnCost `json:"own"`
 	// Window holds the most recent statements (bounded by WindowSize), the
 	// input of the diagnosis; labs assert on it.
 	Window []event.Statement `json:"-"`

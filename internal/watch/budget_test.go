@@ -1,0 +1,95 @@
+package watch
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// govRun feeds a governor one window per share (1 s each on 2 CPUs) and
+// returns the sample after each window.
+func govRun(g *governor, cur uint16, rate float64, shares ...float64) []uint16 {
+	g.cpus = 2
+	now, cpu := g.lastAt, g.lastCPU
+	var out []uint16
+	for _, s := range shares {
+		now = now.Add(time.Second)
+		cpu += time.Duration(s * 2 * float64(time.Second))
+		cur = g.observe(now, cpu, cur, rate)
+		out = append(out, cur)
+	}
+	return out
+}
+
+func TestGovernorCutsInProportionAndSettles(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	// window 1 settles the start; 2: 8.5% is far over 1%: cut by 8 at
+	// once (ceil-pow2 of 8.5 is 16, capped at 8); the next windows carry
+	// the backlog of the full capture and decide nothing.
+	got := govRun(g, 1, 30000, 0.085, 0.085, 0.03, 0.03, 0.03, 0.03, 0.03, 0.012, 0.012)
+	want := []uint16{1, 8, 8, 8, 8, 8, 8, 8, 16}
+	if !slices.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+	if len(g.steps) != 2 || g.steps[0].Sample != 8 || g.steps[0].CPUShare < 0.084 {
+		t.Errorf("steps %+v", g.steps)
+	}
+}
+
+func TestGovernorWaitsForTwoWindowsJustOver(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	got := govRun(g, 1, 30000, 0, 0.015, 0.009, 0.015, 0.015)
+	if want := []uint16{1, 1, 1, 1, 2}; !slices.Equal(got, want) {
+		t.Fatalf("samples %v, want %v (one window over, then under, does not cut)", got, want)
+	}
+}
+
+func TestGovernorFollowsMoreWhenWellUnder(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	got := govRun(g, 8, 30000, 0, 0.003, 0.003, 0.003, 0.003, 0.003, 0.003, 0.003, 0.005, 0.003, 0.003)
+	// 3 windows under 0.4% halve the sample; one more settles the change;
+	// 0.5% is not well under: the count starts again.
+	if want := []uint16{8, 8, 8, 4, 4, 4, 4, 2, 2, 2, 2}; !slices.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+}
+
+func TestGovernorKeepsAFloorOfStatementsFollowed(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	// 1,000 statements/s: 1 in 4 still follows 250/s, 1 in 8 only 125.
+	got := govRun(g, 1, 1000, 0, 0.08, 0, 0, 0, 0, 0.05, 0.05)
+	if last := got[len(got)-1]; last != 4 {
+		t.Fatalf("samples %v: want a floor at 1 in 4", got)
+	}
+	if !g.floored {
+		t.Error("over budget at the floor, not recorded")
+	}
+	note := g.note(time.Unix(1000, 0).UnixMicro(), time.Unix(1010, 0).UnixMicro())
+	for _, w := range []string{"--cpu-budget 1% of 2 CPUs", "down to 1 in 4", "not the capture"} {
+		if !strings.Contains(note, w) {
+			t.Errorf("note %q lacks %q", note, w)
+		}
+	}
+}
+
+func TestGovernorQuietRunSaysNothing(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	if got := govRun(g, 1, 500, 0, 0.002, 0.004, 0.001); !slices.Equal(got, []uint16{1, 1, 1, 1}) {
+		t.Fatalf("samples %v", got)
+	}
+	if n := g.note(0, 1); n != "" {
+		t.Errorf("note %q on a run the budget never touched", n)
+	}
+}
+
+func TestCeilPow2(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want uint32
+	}{{0.5, 1}, {1, 1}, {1.01, 2}, {2, 2}, {3, 4}, {8.5, 16}, {1e9, 1 << 16}} {
+		if got := ceilPow2(c.x); got != c.want {
+			t.Errorf("ceilPow2(%v) = %d, want %d", c.x, got, c.want)
+		}
+	}
+}
