@@ -4,24 +4,27 @@
 # (performance_schema=ON, its defaults), the real sysbench runs in rounds that
 # alternate without and with `gapscope watch --enable-consumers` running as a
 # separate process (capture on lo + performance_schema polling; the consumers
-# it turns on are part of its cost). Each "with" round is paired with the
-# "without" round before it; the script prints per mode the median TPS and
-# min-max, the median of the paired ratios with their range, and what watch
-# saw (statements joined, packets dropped) so a watch that saw nothing cannot
-# pass for a cheap one.
+# it turns on are part of its cost). Rounds come in pairs, in ABBA order
+# (without-with, then with-without) so that the machine's drift over minutes
+# does not favour one mode; the script prints per mode the median TPS and
+# min-max, the median of the paired ratios with their range, the server's
+# CPU per transaction in each mode (/proc, both cores' work), watch's own
+# CPU as it reports it, and what watch saw (statements joined, packets
+# dropped, the connections its CPU budget let it follow) so that a watch
+# that saw nothing cannot pass for a cheap one.
 #
-# Environment: ROUNDS (pairs, default 3), DURATION (seconds per round, 20),
-# WATCH_ARGS (extra watch flags, e.g. "--sample 4"),
-# THREADS (4), TABLES (4), ROWS (20000), WARMUP (seconds before each round, 3),
+# Environment: ROUNDS (pairs, default 6), DURATION (seconds per round, 15),
+# WATCH_ARGS (extra watch flags, e.g. "--sample 4" or "--cpu-budget 0"),
+# THREADS (8), TABLES (4), ROWS (20000), WARMUP (seconds before each round, 3),
 # GAPSCOPE (binary; built into a temp dir when unset).
 # Needs root or CAP_NET_RAW (live capture) and sysbench. The machine's other
 # load is noise: the script prints the load average before and after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ROUNDS=${ROUNDS:-3}
-DURATION=${DURATION:-20}
-THREADS=${THREADS:-4}
+ROUNDS=${ROUNDS:-6}
+DURATION=${DURATION:-15}
+THREADS=${THREADS:-8}
 TABLES=${TABLES:-4}
 ROWS=${ROWS:-20000}
 WARMUP=${WARMUP:-3}
@@ -50,6 +53,7 @@ trap cleanup EXIT
 PORT=$(sed -n 's/.*DSN: *root@tcp(127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$WORK/up.txt")
 [ -n "$PORT" ] || die "could not read the sandbox port from: $(cat "$WORK/up.txt")"
 DSN="root@tcp(127.0.0.1:$PORT)/"
+SERVER_PID=$(cat "$LAB/mysqld.pid")
 SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
     --mysql-db=sbtest --tables="$TABLES" --table-size="$ROWS" --threads="$THREADS")
 
@@ -57,7 +61,11 @@ mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
 echo "bench-watch-overhead: sandbox on port $PORT; preparing $TABLES x $ROWS rows"
 "${SB[@]}" prepare >/dev/null
 
-# run_round MODE I: warm up, then one measured sysbench run; prints its TPS.
+# cpu_ticks PID: user + system clock ticks the process has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# run_round MODE I: warm up, then one measured sysbench run; prints its TPS
+# and the server's CPU ticks per 1,000 transactions.
 run_round() {
   local mode=$1 i=$2
   if [ "$mode" = with ]; then
@@ -67,30 +75,41 @@ run_round() {
     kill -0 "$WATCH_PID" 2>/dev/null || die "gapscope watch exited: $(cat "$WORK/watch-$i.err")"
   fi
   [ "$WARMUP" -gt 0 ] && "${SB[@]}" --time="$WARMUP" run >/dev/null
+  local t0; t0=$(cpu_ticks "$SERVER_PID")
   "${SB[@]}" --time="$DURATION" run >"$WORK/sb-$mode-$i.txt"
+  local t1; t1=$(cpu_ticks "$SERVER_PID")
   if [ "$mode" = with ]; then
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "gapscope watch failed: $(tail -3 "$WORK/watch-$i.err")"
     WATCH_PID=
   fi
-  sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$WORK/sb-$mode-$i.txt"
+  local tps tx
+  tps=$(sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$WORK/sb-$mode-$i.txt")
+  tx=$(sed -n 's/.*transactions: *\([0-9]*\) .*/\1/p' "$WORK/sb-$mode-$i.txt")
+  echo "$tps $(( (t1 - t0) * 1000 / tx ))"
 }
 
 echo "bench-watch-overhead: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq 1 "$ROUNDS"); do
-  off=$(run_round without "$i")
-  on=$(run_round with "$i")
+  if [ $((i % 2)) -eq 1 ]; then
+    off=$(run_round without "$i"); on=$(run_round with "$i")
+  else
+    on=$(run_round with "$i"); off=$(run_round without "$i")
+  fi
   seen=$(grep -o 'joined [0-9]* of [0-9]* wire statements' "$WORK/watch-$i.txt" || echo "watch summary missing")
   drops=$(grep -io '[0-9]* dropped' "$WORK/watch-$i.txt" | head -1 || true)
-  echo "round $i/$ROUNDS: without $off TPS, with watch $on TPS ($seen${drops:+, $drops})"
+  own=$(sed -n 's/^watch itself: //p' "$WORK/watch-$i.txt")
+  echo "pair $i/$ROUNDS: without ${off% *} TPS (server ${off#* } ticks/1k tx), with watch ${on% *} TPS (server ${on#* } ticks/1k tx); $seen${drops:+, $drops}; watch itself: ${own:-?}"
   echo "$off $on" >>"$WORK/pairs.txt"
 done
 echo "bench-watch-overhead: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$WORK/pairs.txt" "$DURATION" "$THREADS" "$TABLES" "$ROWS" <<'PY'
 import statistics, sys
-pairs = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+pairs = [(r[0], r[2]) for r in rows]
 off, on = [p[0] for p in pairs], [p[1] for p in pairs]
 ratios = [b / a for a, b in pairs if a > 0]
+cpu_off, cpu_on = [r[1] for r in rows], [r[3] for r in rows]
 print(f"\nsysbench oltp_read_write, {sys.argv[4]} tables x {sys.argv[5]} rows, {sys.argv[3]} threads, "
       f"{len(pairs)} alternating pairs of {sys.argv[2]} s")
 print(f"  without watch: median {statistics.median(off):.1f} TPS (min-max {min(off):.1f}-{max(off):.1f})")
@@ -98,4 +117,6 @@ print(f"  with watch:    median {statistics.median(on):.1f} TPS (min-max {min(on
 med = statistics.median(ratios)
 print(f"  paired ratio with/without: median x{med:.3f} (range x{min(ratios):.3f}-x{max(ratios):.3f})")
 print(f"  median cost: {(1 - med) * 100:.1f}% of TPS (target <= 3%)")
+print(f"  server CPU per 1,000 transactions (ticks of 10 ms): without median {statistics.median(cpu_off):.0f}, "
+      f"with {statistics.median(cpu_on):.0f}")
 PY

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -14,15 +16,21 @@ type historyReader[R any] struct {
 	sizeVar string // variable holding the ring size
 	want    []field[R]
 	key     func(*R) eventKey
-	setConn func(*R, uint64) // stores threads.PROCESSLIST_ID; nil: no join
+	setConn func(*R, uint64) // stores threads.PROCESSLIST_ID; nil: not wanted
 	// incremental asks the server only for rows inside the cursor's
 	// TIMER_END window instead of the whole table. Only for tables whose
 	// rows share one timer: waits mix timers (idle runs on its own).
 	incremental bool
 	minSlack    uint64
-	// connFilter, when set, restricts reads to some connections (an SQL
-	// condition on t.PROCESSLIST_ID); see StatementCursor.ExceptConns.
-	connFilter string
+	// except are connections reads leave out (StatementCursor.ExceptConns).
+	except map[uint64]bool
+	// threads maps THREAD_ID to PROCESSLIST_ID (0: background or ended),
+	// read from performance_schema.threads when a row names a thread it
+	// does not know. Joining threads in the history query instead costs the
+	// server a nested loop on every read: measured on MariaDB 10.11, a
+	// 1,000-row ring read took 55 ms of server CPU with 609 threads, 1.4 ms
+	// without the join, 0.4 ms for the threads table alone.
+	threads map[uint64]uint64
 
 	ready   bool
 	fields  []field[R]
@@ -105,14 +113,7 @@ func (h *historyReader[R]) buildQuery() string {
 	for i, f := range h.fields {
 		cols[i] = f.selectExpr("h")
 	}
-	q := Mark + " SELECT " + strings.Join(cols, ", ")
-	if h.setConn != nil {
-		q += ", t.PROCESSLIST_ID FROM performance_schema." + h.table +
-			" h LEFT JOIN performance_schema.threads t ON t.THREAD_ID = h.THREAD_ID"
-	} else {
-		q += " FROM performance_schema." + h.table + " h"
-	}
-	return q
+	return Mark + " SELECT " + strings.Join(cols, ", ") + " FROM performance_schema." + h.table + " h"
 }
 
 // read returns the rows new since the last read and the estimated count of
@@ -125,17 +126,23 @@ func (h *historyReader[R]) read(ctx context.Context, db queryer) ([]R, int64, er
 	if cond := h.ring.window().sql("h.TIMER_END"); cond != "" {
 		conds = append(conds, cond)
 	}
-	if h.connFilter != "" {
-		conds = append(conds, h.connFilter)
+	filter := h.exceptFilter()
+	if filter != "" {
+		conds = append(conds, filter)
 	}
 	q := h.query
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	h.ring.filtered = h.connFilter != ""
+	h.ring.filtered = filter != ""
 	all, err := h.readAll(ctx, db, q)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading performance_schema.%s: %w", h.table, err)
+	}
+	if h.setConn != nil {
+		if err := h.fillConns(ctx, db, all); err != nil {
+			return nil, 0, err
+		}
 	}
 	keys := make([]eventKey, len(all))
 	for i := range all {
@@ -205,6 +212,91 @@ func liveThreads(ctx context.Context, db queryer) (map[uint64]bool, error) {
 	return alive, rows.Err()
 }
 
+// exceptFilter is the condition that leaves out the threads of the
+// connections in except. A connection whose thread is not known yet (it
+// has not run a statement the reader saw) cannot be named: its rows come
+// until the reader has seen one.
+func (h *historyReader[R]) exceptFilter() string {
+	if len(h.except) == 0 {
+		return ""
+	}
+	var tids []uint64
+	for t, conn := range h.threads {
+		if conn != 0 && h.except[conn] {
+			tids = append(tids, t)
+		}
+	}
+	if len(tids) == 0 {
+		return ""
+	}
+	slices.Sort(tids)
+	var b strings.Builder
+	b.WriteString("h.THREAD_ID NOT IN (")
+	for i, t := range tids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(t, 10))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// fillConns stores each row's connection id, reading the threads table
+// once when rows name threads the reader does not know. Threads that have
+// ended by then stay 0 (the caller may remember them from earlier rows).
+func (h *historyReader[R]) fillConns(ctx context.Context, db queryer, rows []R) error {
+	unknown := false
+	for i := range rows {
+		if _, ok := h.threads[h.key(&rows[i]).Thread]; !ok {
+			unknown = true
+			break
+		}
+	}
+	if unknown {
+		live, err := threadConns(ctx, db)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			if t := h.key(&rows[i]).Thread; !hasKey(live, t) {
+				live[t] = 0 // ended before we looked: not looked up again
+			}
+		}
+		h.threads = live
+	}
+	for i := range rows {
+		if conn := h.threads[h.key(&rows[i]).Thread]; conn != 0 {
+			h.setConn(&rows[i], conn)
+		}
+	}
+	return nil
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// threadConns reads every thread's connection id (0 for background threads).
+func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, error) {
+	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads")
+	if err != nil {
+		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+	}
+	defer rows.Close()
+	out := map[uint64]uint64{}
+	for rows.Next() {
+		var tid uint64
+		var pid sql.NullInt64
+		if err := rows.Scan(&tid, &pid); err != nil {
+			return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+		}
+		out[tid] = uint64(max(pid.Int64, 0))
+	}
+	return out, rows.Err()
+}
+
 func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([]R, error) {
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
@@ -212,9 +304,6 @@ func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([
 	}
 	defer rows.Close()
 	n := len(h.fields)
-	if h.setConn != nil {
-		n++
-	}
 	raw := make([]sql.RawBytes, n)
 	dest := make([]any, n)
 	vals := make([][]byte, n)
@@ -231,9 +320,6 @@ func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([
 		}
 		var r R
 		decodeRow(h.fields, vals, &r)
-		if h.setConn != nil && vals[n-1] != nil {
-			h.setConn(&r, pU64(vals[n-1]))
-		}
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -2,7 +2,6 @@ package collect
 
 import (
 	"context"
-	"strconv"
 	"strings"
 )
 
@@ -79,8 +78,6 @@ type StatementCursor struct {
 	err   error
 	own   map[uint64]bool // threads that ran a statement of ours
 	conns map[uint64]uint64
-	// except are the connections reads leave out (ExceptConns).
-	except map[uint64]bool
 	// Lost is the running total of statements lost to ring-buffer wrap.
 	Lost int64
 }
@@ -128,20 +125,6 @@ func (c *StatementCursor) ExceptConns(ids []uint64) {
 		return
 	}
 	c.readAgain(ids)
-	if len(ids) == 0 {
-		c.r.connFilter = ""
-		return
-	}
-	var b strings.Builder
-	b.WriteString("(t.PROCESSLIST_ID IS NULL OR t.PROCESSLIST_ID NOT IN (")
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatUint(id, 10))
-	}
-	b.WriteString("))")
-	c.r.connFilter = b.String()
 }
 
 // readAgain notes the connections whose statements reads are to return
@@ -154,12 +137,12 @@ func (c *StatementCursor) readAgain(ids []uint64) {
 	}
 	if c.r.ring != nil {
 		for t, conn := range c.conns {
-			if c.except[conn] && !next[conn] {
+			if c.r.except[conn] && !next[conn] {
 				c.r.ring.unread(t)
 			}
 		}
 	}
-	c.except = next
+	c.r.except = next
 }
 
 // Stats returns what the cursor has read: rows the server sent and rows

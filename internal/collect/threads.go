@@ -40,18 +40,35 @@ func OwnThreadID(ctx context.Context, conn queryer) (uint64, error) {
 	return tid, nil
 }
 
-// Processlist reads information_schema.PROCESSLIST. TimeMS uses TIME_MS
-// where the server has it (MariaDB, Percona), else TIME in whole seconds.
+// Processlist reads information_schema.PROCESSLIST once. TimeMS uses
+// TIME_MS where the server has it (MariaDB, Percona), else TIME in whole
+// seconds. Callers that read it again and again use a ProcesslistReader.
 func Processlist(ctx context.Context, db queryer) ([]Process, error) {
-	cols, err := LoadColumns(ctx, db, "information_schema", "PROCESSLIST")
-	if err != nil {
-		return nil, err
+	var r ProcesslistReader
+	return r.Read(ctx, db)
+}
+
+// ProcesslistReader reads the processlist repeatedly, learning the
+// server's columns on its first read only: that lookup (information_schema.
+// COLUMNS) costs the server more than the processlist itself.
+type ProcesslistReader struct {
+	query string
+}
+
+// Read returns the processlist without gapscope's own connections.
+func (r *ProcesslistReader) Read(ctx context.Context, db queryer) ([]Process, error) {
+	if r.query == "" {
+		cols, err := LoadColumns(ctx, db, "information_schema", "PROCESSLIST")
+		if err != nil {
+			return nil, err
+		}
+		timeExpr := "TIME * 1000"
+		if cols.Has("PROCESSLIST", "TIME_MS") {
+			timeExpr = "TIME_MS"
+		}
+		r.query = Mark + " SELECT ID, USER, HOST, DB, COMMAND, " + timeExpr + ", STATE, INFO FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()"
 	}
-	timeExpr := "TIME * 1000"
-	if cols.Has("PROCESSLIST", "TIME_MS") {
-		timeExpr = "TIME_MS"
-	}
-	rows, err := db.QueryContext(ctx, Mark+" SELECT ID, USER, HOST, DB, COMMAND, "+timeExpr+", STATE, INFO FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()")
+	rows, err := db.QueryContext(ctx, r.query)
 	if err != nil {
 		return nil, fmt.Errorf("reading processlist: %w", err)
 	}

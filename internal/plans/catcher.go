@@ -166,6 +166,7 @@ type Catcher struct {
 	cursor  *collect.StatementCursor
 	expl    *sql.Conn
 	seen    map[uint64]liveKey // conn id -> statement last caught live
+	procs   collect.ProcesslistReader
 
 	mu      sync.Mutex
 	digests map[string]*digestState
@@ -246,7 +247,7 @@ func (c *Catcher) boundSession(ctx context.Context) {
 // Poll reads running statements, then completed ones, once.
 func (c *Catcher) Poll(ctx context.Context) error {
 	c.count(func(s *Stats) { s.Polls++ })
-	procs, err := collect.Processlist(ctx, c.db)
+	procs, err := c.procs.Read(ctx, c.db)
 	if err != nil {
 		return err
 	}

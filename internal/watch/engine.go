@@ -46,9 +46,10 @@ type engine struct {
 	restore   func(context.Context)
 	plans     *plans.Catcher
 	sample    *connSample
-	live      *capture.Live // nil without a capture
-	gov       *governor     // nil without a CPU budget (poller goroutine only)
-	sockets   *socketWatch  // nil unless the server runs on this host
+	procs     collect.ProcesslistReader // poller goroutine only (and connect, before it)
+	live      *capture.Live             // nil without a capture
+	gov       *governor                 // nil without a CPU budget (poller goroutine only)
+	sockets   *socketWatch              // nil unless the server runs on this host
 	// sampleReadAt is when a sampled poll last re-read the processlist
 	// (poller goroutine only).
 	sampleReadAt time.Time
@@ -185,9 +186,11 @@ func (e *engine) poolSize() int {
 	return 0
 }
 
-// neededConsumers are what watch reads: the long history for statements,
-// current and per-thread history for the clock's marker statement.
-var neededConsumers = []string{"events_statements_current", "events_statements_history", "events_statements_history_long"}
+// neededConsumers are what watch reads: the long history, for statements
+// and the clock's marker statement, and current, without which the history
+// stays empty. The per-thread history is not needed: every consumer on
+// costs the server a copy of every statement.
+var neededConsumers = []string{"events_statements_current", "events_statements_history_long"}
 
 // prepareConsumers returns the statement history table to read, enabling
 // missing consumers when allowed (restored on exit), or "" (wire only) with
@@ -237,7 +240,7 @@ func (e *engine) restoreSettings() {
 // mapExistingConns tells the joiner the connection ids of connections
 // opened before the capture started (their handshake is not on the wire).
 func (e *engine) mapExistingConns(ctx context.Context) {
-	procs, err := collect.Processlist(ctx, e.db)
+	procs, err := e.procs.Read(ctx, e.db)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // stopping: nothing is missed

@@ -20,14 +20,14 @@ import (
 // it turns out unsampled.
 type connSample struct {
 	mu   sync.Mutex
-	n    uint16 // 1 in n; a CPU budget changes it (set)
+	n    uint16          // 1 in n; a CPU budget changes it (set)
 	in   map[uint64]bool // connections known to be sampled
 	out  map[uint64]bool // connections known not to be sampled
 	list []uint64        // out, sorted; rebuilt when out changed
 	// closed: connections out that the processlist no longer lists, by
 	// when that was first seen.
 	closed map[uint64]time.Time
-	made bool
+	made   bool
 }
 
 func newConnSample(n uint16) *connSample {
