@@ -426,3 +426,53 @@ func TestJoinCursorExceptConnsSandbox(t *testing.T) {
 		t.Errorf("without a restriction, statements of %d connections", len(all))
 	}
 }
+
+// BenchmarkHistoryThreadsJoinSandbox: why history reads map threads to
+// connections themselves. A read of a full 1,000-row history with and
+// without a join on performance_schema.threads (what reads did before), and
+// the threads table alone (what they read now when a thread is new), as the
+// number of open connections grows: the join is a nested loop on the server.
+func BenchmarkHistoryThreadsJoinSandbox(b *testing.B) {
+	inst := sandbox.ForTest(b, sandbox.Options{ServerArgs: []string{
+		"--performance-schema=ON",
+		"--performance-schema-consumer-events-statements-current=ON",
+		"--performance-schema-consumer-events-statements-history-long=ON",
+		"--performance-schema-events-statements-history-long-size=1000",
+		"--max-connections=1000",
+	}})
+	db := openMonitor(b, inst)
+	for i := range 1_200 { // fill the ring
+		if _, err := db.Exec(fmt.Sprintf("SELECT %d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const cols = "h.THREAD_ID, h.EVENT_ID, h.END_EVENT_ID, h.TIMER_START, h.TIMER_END, h.TIMER_WAIT, LEFT(h.SQL_TEXT, 128), h.DIGEST"
+	queries := map[string]string{
+		"history":              "SELECT " + cols + " FROM performance_schema.events_statements_history_long h",
+		"history-join-threads": "SELECT " + cols + ", t.PROCESSLIST_ID FROM performance_schema.events_statements_history_long h LEFT JOIN performance_schema.threads t ON t.THREAD_ID = h.THREAD_ID",
+		"threads":              "SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads",
+	}
+	idle, err := sql.Open("mysql", inst.DSN(""))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer idle.Close()
+	var held []*sql.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for _, conns := range []int{10, 100, 600} {
+		for len(held) < conns {
+			c, err := idle.Conn(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		for _, name := range []string{"history", "history-join-threads", "threads"} {
+			b.Run(fmt.Sprintf("conns=%d/%s", conns, name), func(b *testing.B) { benchQuery(b, db, queries[name]) })
+		}
+	}
+}
