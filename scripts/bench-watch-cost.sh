@@ -7,7 +7,8 @@
 #   capture-ref   tcpdump writing the port's packets to /dev/null
 #   poll-1s       watch --no-capture --min-poll 1s (server polling only)
 #   poll-250ms    watch --no-capture (default --min-poll 250ms)
-#   watch         watch with capture, defaults
+#   watch-all     watch --cpu-budget 0 (capture of every connection)
+#   watch         watch with its defaults (CPU budget 1% of the host)
 #   watch-sample4 watch --sample 4 (1 in 4 connections followed)
 # Environment: RING (10000), SECS (15), THREADS (8). Needs root and sysbench.
 set -euo pipefail
@@ -27,11 +28,12 @@ watch_bg() { bin/gapscope watch --dsn "$dsn" --duration "$((SECS + 4))s" --no-li
 summary() { python3 -c "import json;d=json.load(open('$dir/w.json'));j=d['join'];s=d['server_side'];print('polls %d, joined %d of %d wire, ring lost %d' % (s['polls'], j['Joined'], j['Wire'], s['ring_lost']))"; }
 echo "bench-watch-cost: history_long $RING rows, sysbench $THREADS threads, ${SECS}s runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 prev=$(tps); echo "baseline: $prev TPS"
-for setting in capture-ref poll-1s poll-250ms watch watch-sample4; do
+for setting in capture-ref poll-1s poll-250ms watch-all watch watch-sample4; do
   case $setting in
     capture-ref) tcpdump -i lo -w /dev/null -U "port $port" 2>/dev/null & sleep 1 ;;
     poll-1s) watch_bg --no-capture --min-poll 1s ;;
     poll-250ms) watch_bg --no-capture ;;
+    watch-all) watch_bg --cpu-budget 0 ;;
     watch) watch_bg ;;
     watch-sample4) watch_bg --sample 4 ;;
   esac

@@ -7,7 +7,8 @@
 #      achieved, what watch decoded (profile statements), capture drops
 #      (kernel ring, capture->tracker queue), joiner queue drops, the join
 #      rate, performance_schema ring loss, watch's CPU time and peak RSS.
-#      RATES is a ladder of sysbench --rate targets ("max" = unthrottled),
+#      watch runs with --cpu-budget 0 (every connection followed: the
+#      capacity, not the budget, is measured). RATES is a ladder of sysbench --rate targets ("max" = unthrottled),
 #      so the highest rate with zero drops can be read off the table.
 #   2. conns: RSS with 10k open connections tracked. watch starts first; then
 #      testdata/gen/connhold opens CONNS connections (each runs SELECT 1, so
@@ -100,7 +101,7 @@ wait_capture() {
 start_watch() {
   local name=$1
   env GODEBUG=gctrace=1 ${WATCH_ENV:-} /usr/bin/time -v -o "$WORK/$name.time" bin/gapscope watch --dsn "$DSN" --iface lo --format json --no-live \
-    --poll "$POLL" --duration 600s >"$WORK/$name.json" 2>"$WORK/$name.err" &
+    --cpu-budget 0 --poll "$POLL" --duration 600s >"$WORK/$name.json" 2>"$WORK/$name.err" &
   WATCH_TPID=$!
   sleep 0.2
   WATCH_PID=$(child_of "$WATCH_TPID")

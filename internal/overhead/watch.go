@@ -16,7 +16,8 @@ type watchRun struct {
 }
 
 // startWatch runs the real watch engine in-process, as `gapscope watch
-// --enable-consumers` would, and returns once it captures and polls.
+// --enable-consumers` would (its default CPU budget included), and returns
+// once it captures and polls.
 func startWatch(ctx context.Context, s *session) error {
 	if s.watch != nil {
 		return nil
@@ -24,7 +25,7 @@ func startWatch(ctx context.Context, s *session) error {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watchRun{cancel: cancel, done: make(chan struct{})}
 	ready := make(chan struct{})
-	opts := watch.Options{DSN: s.dsn, Iface: s.opts.WatchIface, EnableConsumers: true, Ready: func() { close(ready) }}
+	opts := watch.Options{DSN: s.dsn, Iface: s.opts.WatchIface, EnableConsumers: true, CPUBudget: watch.DefaultCPUBudget, Ready: func() { close(ready) }}
 	go func() {
 		defer close(w.done)
 		w.res, w.err = watch.Run(wctx, opts)

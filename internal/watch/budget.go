@@ -57,8 +57,9 @@ const (
 	growBelow       = 0.4 // a window under this fraction of the budget counts towards following more
 	underWindows    = 3   // such windows before following twice as many connections
 	// minFollowed: no cut below this many of the server's statements per
-	// second followed; when watch is over budget with fewer, its cost is
-	// not the capture (it says so in the notes).
+	// second followed (estimated from the processlist's connections and the
+	// server's rate); when watch is over budget with fewer, its cost is not
+	// the capture (it says so in the notes).
 	minFollowed = 200
 )
 
@@ -81,9 +82,10 @@ func newGovernor(budget float64, now time.Time, cpu time.Duration) *governor {
 }
 
 // observe closes a window at now with the process's CPU time cpu and
-// returns the sample to follow next: cur when nothing changes. rate is the
-// server's statements per second (0: unknown).
-func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, rate float64) uint16 {
+// returns the sample to follow next: cur when nothing changes. followed
+// estimates the server's statements per second a 1-in-n sample would
+// follow (nil: unknown).
+func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followed func(n uint16) float64) uint16 {
 	elapsed := now.Sub(g.lastAt)
 	if elapsed < 500*time.Millisecond {
 		return cur // too short to judge; the window goes on
@@ -94,7 +96,7 @@ func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, rate fl
 		g.settle--
 		return cur
 	}
-	next := g.decide(cur, share, rate)
+	next := g.decide(cur, share, followed)
 	if next != cur {
 		g.settle = settleAfterGrow
 		if next > cur {
@@ -106,7 +108,7 @@ func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, rate fl
 }
 
 // decide applies the policy to one window.
-func (g *governor) decide(cur uint16, share, rate float64) uint16 {
+func (g *governor) decide(cur uint16, share float64, followed func(n uint16) float64) uint16 {
 	switch {
 	case share > g.budget:
 		g.over, g.under = g.over+1, 0
@@ -114,7 +116,7 @@ func (g *governor) decide(cur uint16, share, rate float64) uint16 {
 			return cur
 		}
 		g.over = 0
-		next := cutSample(cur, share/g.budget, rate)
+		next := cutSample(cur, share/g.budget, followed)
 		g.floored = next == cur
 		return next
 	case share < growBelow*g.budget && cur > 1:
@@ -131,11 +133,12 @@ func (g *governor) decide(cur uint16, share, rate float64) uint16 {
 
 // cutSample follows fewer connections, in proportion to how far over the
 // budget the window was, within maxCutFactor per step, maxBudgetSample in
-// all, and minFollowed statements per second followed.
-func cutSample(cur uint16, overBy, rate float64) uint16 {
+// all, and minFollowed statements per second followed: a sample that
+// would follow no connection at all measures nothing.
+func cutSample(cur uint16, overBy float64, followed func(n uint16) float64) uint16 {
 	f := min(ceilPow2(overBy), maxCutFactor)
 	next := min(uint32(cur)*max(f, 2), maxBudgetSample)
-	for next > uint32(cur) && rate > 0 && rate/float64(next) < minFollowed {
+	for next > uint32(cur) && followed != nil && followed(uint16(next)) < minFollowed {
 		next /= 2
 	}
 	return uint16(max(next, uint32(cur)))

@@ -10,13 +10,17 @@ import (
 // govRun feeds a governor one window per share (1 s each on 2 CPUs) and
 // returns the sample after each window.
 func govRun(g *governor, cur uint16, rate float64, shares ...float64) []uint16 {
+	return govRunFollowing(g, cur, func(n uint16) float64 { return rate / float64(n) }, shares...)
+}
+
+func govRunFollowing(g *governor, cur uint16, followed func(uint16) float64, shares ...float64) []uint16 {
 	g.cpus = 2
 	now, cpu := g.lastAt, g.lastCPU
 	var out []uint16
 	for _, s := range shares {
 		now = now.Add(time.Second)
 		cpu += time.Duration(s * 2 * float64(time.Second))
-		cur = g.observe(now, cpu, cur, rate)
+		cur = g.observe(now, cpu, cur, followed)
 		out = append(out, cur)
 	}
 	return out
@@ -70,6 +74,26 @@ func TestGovernorKeepsAFloorOfStatementsFollowed(t *testing.T) {
 		if !strings.Contains(note, w) {
 			t.Errorf("note %q lacks %q", note, w)
 		}
+	}
+}
+
+// A cut that would leave no connection followed is not made, however
+// busy the server: 8 connections whose ports fall in a 1-in-8 sample once
+// and in no 1-in-16 sample.
+func TestGovernorNeverFollowsNothing(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	followed := func(n uint16) float64 {
+		if n >= 16 {
+			return 0
+		}
+		return 30000 / 8 // one connection of eight
+	}
+	got := govRunFollowing(g, 1, followed, 0, 0.06, 0, 0, 0, 0, 0, 0.03, 0.03)
+	if want := []uint16{1, 8, 8, 8, 8, 8, 8, 8, 8}; !slices.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+	if !g.floored {
+		t.Error("over budget at the floor, not recorded")
 	}
 }
 

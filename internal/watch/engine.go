@@ -47,6 +47,7 @@ type engine struct {
 	plans     *plans.Catcher
 	sample    *connSample
 	procs     collect.ProcesslistReader // poller goroutine only (and connect, before it)
+	hosts     map[uint64]string         // the last processlist read: HOST by id (same goroutines)
 	live      *capture.Live             // nil without a capture
 	gov       *governor                 // nil without a CPU budget (poller goroutine only)
 	sockets   *socketWatch              // nil unless the server runs on this host
@@ -255,6 +256,7 @@ func (e *engine) mapExistingConns(ctx context.Context) {
 			e.joiner.MapConn(p.Host, p.ID)
 		}
 	}
+	e.hosts = hosts
 	e.sample.replace(hosts)
 }
 

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"time"
 
@@ -278,11 +279,8 @@ func (e *engine) govern() {
 	if e.gov == nil || e.live == nil {
 		return
 	}
-	e.serverM.Lock()
-	rate := e.queryRate
-	e.serverM.Unlock()
 	cur := e.live.Sample()
-	next := e.gov.observe(time.Now(), ownCPU(), cur, rate)
+	next := e.gov.observe(time.Now(), ownCPU(), cur, e.followedRate)
 	if next == cur {
 		return
 	}
@@ -294,6 +292,28 @@ func (e *engine) govern() {
 		return
 	}
 	e.sample.set(next)
+}
+
+// followedRate estimates the server's statements per second a 1-in-n
+// sample would follow: its rate times the share of the connections the
+// processlist last listed (on the wire) that the sample would hold.
+func (e *engine) followedRate(n uint16) float64 {
+	e.serverM.Lock()
+	rate := e.queryRate
+	e.serverM.Unlock()
+	wired, held := 0, 0
+	for _, host := range e.hosts {
+		if _, _, err := net.SplitHostPort(host); err == nil {
+			wired++
+			if sampledHost(host, n) {
+				held++
+			}
+		}
+	}
+	if wired == 0 {
+		return rate / float64(n)
+	}
+	return rate * float64(held) / float64(wired)
 }
 
 // statementRate is the server's statements per second between two status

@@ -25,6 +25,10 @@ import (
 	"github.com/gapscope/gapscope/internal/report"
 )
 
+// DefaultCPUBudget is the CPU budget of `gapscope watch` without
+// --cpu-budget: 1% of the host's CPUs.
+const DefaultCPUBudget = 0.01
+
 // Options configure a watch run. Zero values pick sane defaults.
 type Options struct {
 	DSN          string
