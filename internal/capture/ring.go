@@ -28,23 +28,36 @@ import (
 // rejectAll accepts no packet ("ret #0").
 var rejectAll = []bpf.RawInstruction{{Op: 0x06, K: 0}}
 
-// filterRing is the part of *afpacket.TPacket that attachFilter uses.
+// filterRing is what attachFilter uses: the ring (*afpacket.TPacket, its
+// reads never blocking) and a wait for it to hold a block.
 type filterRing interface {
 	SetBPF([]bpf.RawInstruction) error
 	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
+	wait(d time.Duration) bool
 }
+
+// liveRing is a TPacket opened with a zero poll timeout and its waiter.
+type liveRing struct {
+	*afpacket.TPacket
+	w *readyWaiter
+}
+
+func (r liveRing) wait(d time.Duration) bool { return r.w.wait(d) }
 
 // maxDrain bounds how long attachFilter discards. With rejectAll attached
 // nothing new enters the ring, so a finite ring empties in one pass; the
 // bound only guards against a kernel that keeps handing blocks over.
 const maxDrain = 5 * time.Second
 
+// drainQuiet is how long an empty ring must stay empty for the drain to end.
+const drainQuiet = 50 * time.Millisecond
+
 // attachFilter installs filter on r so that every packet read afterwards has
 // passed it. It returns how many frames were queued before and discarded.
 //
-// The drain ends at the first poll timeout: the ring's poll timeout (50 ms)
-// is longer than its block timeout (5 ms), after which the kernel hands over
-// the partly filled block it was writing, so by then nothing queued before
+// The drain ends when the ring is empty and stays so for drainQuiet: longer
+// than its block timeout (5 ms), after which the kernel hands over the
+// partly filled block it was writing, so by then nothing queued before
 // rejectAll is left.
 func attachFilter(r filterRing, filter []bpf.RawInstruction) (int, error) {
 	if err := r.SetBPF(rejectAll); err != nil {
@@ -62,7 +75,11 @@ func drain(r filterRing, deadline time.Time) (int, error) {
 	for n := 0; ; n++ {
 		_, _, err := r.ZeroCopyReadPacketData()
 		if errors.Is(err, afpacket.ErrTimeout) {
-			return n, nil
+			if !r.wait(drainQuiet) {
+				return n, nil
+			}
+			n-- // nothing was read: the loop counts frames
+			continue
 		}
 		if err != nil {
 			return n, fmt.Errorf("discarding frames queued before the filter: %w", err)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/afpacket"
@@ -65,6 +66,9 @@ func (r *fakeRing) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error
 	r.log = append(r.log, "read")
 	return f, gopacket.CaptureInfo{CaptureLength: len(f)}, nil
 }
+
+// wait: the fake kernel hands frames over at once.
+func (r *fakeRing) wait(time.Duration) bool { return len(r.queued) > 0 }
 
 func tcpFrame(src, dst string) []byte {
 	return frame(linkEthernet, seg{src: netip.MustParseAddrPort(src), dst: netip.MustParseAddrPort(dst),
