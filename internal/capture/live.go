@@ -43,7 +43,7 @@ const (
 	ringBlockSize = 1 << 20
 	ringFrameSize = 1 << 16
 	batchBytes    = 1 << 20
-	flushAfter    = 20 * time.Millisecond // most a packet waits in a batch
+	flushAfter    = 20 * time.Millisecond  // most a packet waits in a batch
 	idleWait      = 500 * time.Millisecond // longest wait for the ring (a stop interrupts it)
 )
 
