@@ -14,7 +14,8 @@ type SampleStep struct {
 	AtUS   int64  `json:"at_us"`  // wall clock, Unix µs
 	Sample uint16 `json:"sample"` // 1 in Sample connections from then on
 	// CPUShare is watch's own CPU, as a fraction of the host's CPUs, in the
-	// window that led to the change.
+	// window that led to the change (for the sample a run starts with,
+	// what following every connection was estimated to cost).
 	CPUShare float64 `json:"cpu_share"`
 }
 
@@ -144,6 +145,34 @@ func cutSample(cur uint16, overBy float64, followed func(n uint16) float64) uint
 	return uint16(max(next, uint32(cur)))
 }
 
+// perStatementCPU is what following one statement costs watch (capture,
+// decoding, join, profile): 8.3 µs of CPU measured at 20k statements/s
+// (README, scripts/bench-watch.sh). It sizes the first sample only; the
+// governor corrects it from watch's measured CPU.
+const perStatementCPU = 8300 * time.Nanosecond
+
+// startSample is the sample a budgeted run starts with, from the server's
+// statement rate: starting with every connection on a busy server would
+// cost the budget many times over until the first windows were judged.
+func startSample(rate, budget float64, cpus int, followed func(n uint16) float64) uint16 {
+	share := rate * perStatementCPU.Seconds() / float64(max(cpus, 1))
+	if budget <= 0 || share <= budget {
+		return 1
+	}
+	n := min(ceilPow2(share/budget), maxBudgetSample)
+	for n > 1 && followed != nil && followed(uint16(n)) < minFollowed {
+		n /= 2
+	}
+	return uint16(n)
+}
+
+// start records the sample a run starts with (when not all connections).
+func (g *governor) start(now time.Time, n uint16, estimatedShare float64) {
+	if n > 1 {
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, CPUShare: estimatedShare})
+	}
+}
+
 // ceilPow2 is the smallest power of two ≥ x (1 for x ≤ 1).
 func ceilPow2(x float64) uint32 {
 	if x <= 1 {
@@ -182,7 +211,7 @@ func (g *governor) note(startUS, endUS int64) string {
 		if len(g.steps) > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "watch stayed over its budget with fewer than %d statements/s followed: its cost there is not the capture", minFollowed)
+		fmt.Fprintf(&b, "watch stayed over its budget: following fewer connections would have left no connection, or under %d statements/s, to follow", minFollowed)
 	}
 	return b.String()
 }

@@ -70,7 +70,7 @@ func TestGovernorKeepsAFloorOfStatementsFollowed(t *testing.T) {
 		t.Error("over budget at the floor, not recorded")
 	}
 	note := g.note(time.Unix(1000, 0).UnixMicro(), time.Unix(1010, 0).UnixMicro())
-	for _, w := range []string{"--cpu-budget 1% of 2 CPUs", "down to 1 in 4", "not the capture"} {
+	for _, w := range []string{"--cpu-budget 1% of 2 CPUs", "down to 1 in 4", "stayed over its budget"} {
 		if !strings.Contains(note, w) {
 			t.Errorf("note %q lacks %q", note, w)
 		}
@@ -114,6 +114,33 @@ func TestCeilPow2(t *testing.T) {
 	}{{0.5, 1}, {1, 1}, {1.01, 2}, {2, 2}, {3, 4}, {8.5, 16}, {1e9, 1 << 16}} {
 		if got := ceilPow2(c.x); got != c.want {
 			t.Errorf("ceilPow2(%v) = %d, want %d", c.x, got, c.want)
+		}
+	}
+}
+
+func TestStartSample(t *testing.T) {
+	perConn := func(rate float64, conns int) func(uint16) float64 {
+		return func(n uint16) float64 { return rate / float64(n) }
+	}
+	for _, c := range []struct {
+		name     string
+		rate     float64
+		budget   float64
+		followed func(uint16) float64
+		want     uint16
+	}{
+		{"quiet server: every connection", 1000, 0.01, nil, 1},
+		{"30k/s on 2 CPUs: 12.5% estimated, 1 in 16", 30000, 0.01, perConn(30000, 64), 16},
+		{"no budget", 30000, 0, nil, 1},
+		{"few connections: keep one followed", 30000, 0.01, func(n uint16) float64 {
+			if n >= 8 {
+				return 0
+			}
+			return 30000 / 4
+		}, 4},
+	} {
+		if got := startSample(c.rate, c.budget, 2, c.followed); got != c.want {
+			t.Errorf("%s: start at 1 in %d, want %d", c.name, got, c.want)
 		}
 	}
 }

@@ -280,19 +280,24 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
 	}
+	sample := e.opts.Sample
+	if !e.sample.on() && e.opts.CPUBudget > 0 {
+		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
+		sample = e.startingSample(ctx)
+	}
 	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals},
-		RingMB: e.opts.RingMB, Sample: e.opts.Sample})
+		RingMB: e.opts.RingMB, Sample: sample})
 	if err != nil {
+		e.gov = nil
+		e.sample.set(1)
 		e.notes.add("no capture on %s (%v): server-side times only; run as root or grant CAP_NET_RAW", iface, err)
 		e.opts.NoCapture = true
 		done <- capture.Stats{}
 		return done, nil
 	}
 	e.live = live
-	if e.sample.on() {
+	if e.gov == nil && e.sample.on() {
 		e.notes.add("sampling 1 in %d connections (--sample %d, chosen by a hash of the client port): counts and rates are the sample's, latencies and their parts are exact for every statement shown", e.opts.Sample, e.opts.Sample)
-	} else if e.opts.CPUBudget > 0 {
-		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
 	}
 	go func() {
 		st, err := live.Run(ctx, e.onWire)
@@ -303,6 +308,40 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	}()
 	return done, nil
 }
+
+// startingSample reads the server's statement rate (Queries over
+// rateProbe) and returns the sample a budgeted run starts with; the rate
+// also seeds the poller's.
+func (e *engine) startingSample(ctx context.Context) uint16 {
+	first, err := collect.GlobalStatus(ctx, e.db)
+	if err != nil {
+		return 1
+	}
+	at := time.Now()
+	select {
+	case <-ctx.Done():
+		return 1
+	case <-time.After(rateProbe):
+	}
+	second, err := collect.GlobalStatus(ctx, e.db)
+	if err != nil {
+		return 1
+	}
+	rate := statementRate(first, second, time.Since(at))
+	e.serverM.Lock()
+	e.queryRate, e.status, e.statusAt = rate, second, time.Now()
+	e.serverM.Unlock()
+	n := startSample(rate, e.gov.budget, e.gov.cpus, e.followedRate)
+	if n > 1 {
+		e.gov.start(time.Now(), n, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
+		e.sample.set(n)
+		e.sample.replace(e.hosts)
+	}
+	return n
+}
+
+// rateProbe is how long startingSample measures the server's rate.
+const rateProbe = 300 * time.Millisecond
 
 // onWire runs on the capture's tracker goroutine: it must never block.
 func (e *engine) onWire(s *event.Statement) {
