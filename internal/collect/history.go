@@ -254,13 +254,13 @@ func (h *historyReader[R]) fillConns(ctx context.Context, db queryer, rows []R) 
 		}
 	}
 	if unknown {
-		live, err := threadConns(ctx, db)
+		live, err := Threads(ctx, db)
 		if err != nil {
 			return err
 		}
 		for i := range rows {
 			if t := h.key(&rows[i]).Thread; !hasKey(live, t) {
-				live[t] = 0 // ended before we looked: not looked up again
+				live[t] = 0 // background, or ended before we looked: not looked up again
 			}
 		}
 		h.threads = live
@@ -276,25 +276,6 @@ func (h *historyReader[R]) fillConns(ctx context.Context, db queryer, rows []R) 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
 	_, ok := m[k]
 	return ok
-}
-
-// threadConns reads every thread's connection id (0 for background threads).
-func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, error) {
-	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads")
-	if err != nil {
-		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
-	}
-	defer rows.Close()
-	out := map[uint64]uint64{}
-	for rows.Next() {
-		var tid uint64
-		var pid sql.NullInt64
-		if err := rows.Scan(&tid, &pid); err != nil {
-			return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
-		}
-		out[tid] = uint64(max(pid.Int64, 0))
-	}
-	return out, rows.Err()
 }
 
 func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([]R, error) {
