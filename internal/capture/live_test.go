@@ -115,6 +115,24 @@ func loopTraffic(t *testing.T) (stop func() int64) {
 	}
 }
 
+// liveListener skips without root (and, for tests, under -short) and
+// returns a listener on lo, closed at the end, with its port.
+func liveListener(tb testing.TB) (net.Listener, uint16) {
+	tb.Helper()
+	if _, bench := tb.(*testing.B); !bench && testing.Short() {
+		tb.Skip("live capture test: skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		tb.Skip("live capture needs root")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	return ln, uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
 const echoMsg = "only this connection may be captured\n"
 
 // echoOnce opens a connection to ln, sends a line and reads it back.
@@ -146,18 +164,7 @@ func echoOnce(t *testing.T, ln net.Listener) {
 // once. Before attachFilter, frames queued between ring setup and SetBPF
 // reached the tracker: both loopback copies of other connections' packets.
 func TestLiveFilterFromTheFirstFrame(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live capture test: skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	ln, port := liveListener(t)
 	stopTraffic := loopTraffic(t)
 	live, err := OpenLive("lo", LiveOptions{Options: Options{Ports: []uint16{port}}})
 	if err != nil {
@@ -207,18 +214,7 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 // tracker only when their client port is in the sample, and after
 // SetSample(1) all of them do.
 func TestLiveSetSample(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live capture test: skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("live capture needs root")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	ln, port := liveListener(t)
 	live, err := OpenLive("lo", LiveOptions{Options: Options{Ports: []uint16{port}}})
 	if err != nil {
 		t.Fatal(err)
@@ -315,17 +311,10 @@ func TestLiveSetSample(t *testing.T) {
 // runtime's monitor thread, which then wakes every 20 µs for a while:
 // those wakeups, not the poll, were the cost. Each iteration captures 1 s.
 func BenchmarkIdleCaptureCPU(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("live capture needs root")
-	}
 	for _, mode := range []string{"poller", "blocking-poll"} {
 		b.Run(mode, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			live, err := OpenLive("lo", LiveOptions{Options: Options{Ports: []uint16{uint16(ln.Addr().(*net.TCPAddr).Port)}}})
+			_, port := liveListener(b)
+			live, err := OpenLive("lo", LiveOptions{Options: Options{Ports: []uint16{port}}})
 			if err != nil {
 				b.Fatal(err)
 			}

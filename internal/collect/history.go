@@ -259,7 +259,8 @@ func (h *historyReader[R]) fillConns(ctx context.Context, db queryer, rows []R) 
 			return err
 		}
 		for i := range rows {
-			if t := h.key(&rows[i]).Thread; !hasKey(live, t) {
+			t := h.key(&rows[i]).Thread
+			if _, ok := live[t]; !ok {
 				live[t] = 0 // background, or ended before we looked: not looked up again
 			}
 		}
@@ -271,11 +272,6 @@ func (h *historyReader[R]) fillConns(ctx context.Context, db queryer, rows []R) 
 		}
 	}
 	return nil
-}
-
-func hasKey[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
 }
 
 func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([]R, error) {
