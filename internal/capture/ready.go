@@ -54,9 +54,7 @@ func newReadyWaiter(fd int) *readyWaiter {
 }
 
 // wait returns once the socket is readable or d has passed; it reports
-// whether it became readable. A readiness already signalled and not
-// waited for returns at once (the poller is edge-triggered): at worst the
-// caller looks at the ring once for nothing.
+// whether it became readable (or already was).
 func (w *readyWaiter) wait(d time.Duration) bool {
 	switch {
 	case w.rc == nil && w.fd < 0: // no descriptor to wait on: look again soon
@@ -75,10 +73,15 @@ func (w *readyWaiter) wait(d time.Duration) bool {
 		return false
 	}
 	asked := false
-	err := w.rc.Read(func(uintptr) bool {
-		done := asked // first call: not yet; the poller then waits for readability
+	err := w.rc.Read(func(fd uintptr) bool {
+		if asked {
+			return true // the poller saw the socket become readable
+		}
 		asked = true
-		return done
+		// Read starts by forgetting readiness the poller saw before it
+		// (edge-triggered): a block handed over since the ring was last
+		// looked at would wait for the next one. Look now, without blocking.
+		return readableNow(int(fd))
 	})
 	return err == nil
 }
@@ -90,6 +93,13 @@ func (w *readyWaiter) interrupt() {
 	if w.f != nil {
 		_ = w.f.SetReadDeadline(time.Now())
 	}
+}
+
+// readableNow polls fd without waiting.
+func readableNow(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, _ := unix.Poll(fds, 0)
+	return n > 0 && fds[0].Revents&unix.POLLIN != 0
 }
 
 func (w *readyWaiter) close() {

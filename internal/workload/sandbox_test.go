@@ -282,25 +282,33 @@ func TestThreadPoolHog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := endsWithin(res.Ends, r0); n == 0 {
+	// A hog's end is stamped when its client goroutine runs, which on a
+	// loaded machine can come after the victim (served the moment the hog's
+	// query freed the group) has its answer: allow that much lateness.
+	if n := endsWithin(res.Ends, r0, endStampSlack); n == 0 {
 		t.Errorf("victim in the hogged group (%v) was answered without waiting for a hog query to end", r0.Latency())
 	}
-	if n := endsWithin(res.Ends, r1); n != 0 {
+	if n := endsWithin(res.Ends, r1, 0); n != 0 {
 		t.Errorf("victim in the free group (%v) waited while %d hog queries ended", r1.Latency(), n)
 	}
 	t.Logf("group 1 victim %v, group 0 victim %v, hog queries %d", r1.Latency(), r0.Latency(), res.Queries)
 }
 
-// endsWithin counts the hog queries that ended while r ran.
-func endsWithin(ends []time.Time, r VictimRun) int {
+// endsWithin counts the hog queries that ended while r ran (stamped up to
+// late after its end).
+func endsWithin(ends []time.Time, r VictimRun, late time.Duration) int {
 	n := 0
 	for _, e := range ends {
-		if e.After(r.Start) && !e.After(r.End) {
+		if e.After(r.Start) && !e.After(r.End.Add(late)) {
 			n++
 		}
 	}
 	return n
 }
+
+// endStampSlack bounds how late a hog's client stamps an end that freed
+// the victim: far below a hog query (seconds), far above scheduling delays.
+const endStampSlack = 250 * time.Millisecond
 
 // waitRunning waits until the server shows a hog query executing, looking
 // through the extra port (outside the pool). With oversubscribe=1 the two
