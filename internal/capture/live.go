@@ -44,6 +44,10 @@ const (
 	ringFrameSize = 1 << 16
 	batchBytes    = 1 << 20
 	flushAfter    = 20 * time.Millisecond  // most a packet waits in a batch
+	// blockTimeout is how long the kernel fills a block before it hands
+	// it over partly full. Each handover wakes the capture goroutine: at
+	// a trickle (a sampled capture), every blockTimeout.
+	blockTimeout = 20 * time.Millisecond
 	idleWait      = 500 * time.Millisecond // longest wait for the ring (a stop interrupts it)
 )
 
@@ -97,7 +101,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		afpacket.OptFrameSize(ringFrameSize),
 		afpacket.OptBlockSize(ringBlockSize),
 		afpacket.OptNumBlocks(max(opts.RingMB, 2)),
-		afpacket.OptBlockTimeout(5*time.Millisecond),
+		afpacket.OptBlockTimeout(blockTimeout),
 		afpacket.OptPollTimeout(0), // reads never block: readyWaiter waits
 	)
 	if err != nil {
@@ -285,8 +289,7 @@ func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, d
 		}
 		data, ci, err := l.tp.ZeroCopyReadPacketData()
 		if errors.Is(err, afpacket.ErrTimeout) {
-			flush() // the kernel had nothing more: hand over what we have
-			l.ready.wait(idleWait)
+			l.ready.wait(l.handover(cur, started, flush))
 			continue
 		}
 		if err != nil {
@@ -312,6 +315,24 @@ func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, d
 			flush()
 		}
 	}
+}
+
+// handover is called when the ring is empty: it hands the batch to the
+// tracker once its first packet has waited flushAfter and returns how long
+// to wait for the ring. Handing over at every empty ring woke the tracker
+// goroutine at every block the kernel retired (every blockTimeout at a trickle):
+// a futex wake and a context switch each, which at a few thousand
+// statements a second cost more than decoding them.
+func (l *Live) handover(cur *batch, started time.Time, flush func()) time.Duration {
+	if cur == nil || len(cur.pkts) == 0 {
+		return idleWait
+	}
+	left := flushAfter - time.Since(started)
+	if left <= 0 {
+		flush()
+		return idleWait
+	}
+	return left
 }
 
 // IgnoresOutgoing reports whether the kernel leaves outgoing packets out

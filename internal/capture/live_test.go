@@ -183,7 +183,7 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 		done <- st
 	}()
 	echoOnce(t, ln)
-	select { // the ring hands a block over up to 5 ms after its last frame
+	select { // the ring hands a block over up to blockTimeout after its last frame
 	case <-tally.echoed:
 	case <-time.After(10 * time.Second):
 		t.Error("echo reply not captured within 10 s")
@@ -258,7 +258,7 @@ func TestLiveSetSample(t *testing.T) {
 			}
 			c.Close()
 		}
-		time.Sleep(200 * time.Millisecond) // blocks are handed over within 5 ms, batches within 20
+		time.Sleep(200 * time.Millisecond) // blocks are handed over within blockTimeout, batches within flushAfter
 		return ports
 	}
 	// count returns how many of ports were seen, and how many of those the sample n accepts.

@@ -49,14 +49,15 @@ func (r liveRing) wait(d time.Duration) bool { return r.w.wait(d) }
 // bound only guards against a kernel that keeps handing blocks over.
 const maxDrain = 5 * time.Second
 
-// drainQuiet is how long an empty ring must stay empty for the drain to end.
-const drainQuiet = 50 * time.Millisecond
+// drainQuiet is how long an empty ring must stay empty for the drain to
+// end: longer than the block timeout.
+const drainQuiet = 5 * blockTimeout / 2
 
 // attachFilter installs filter on r so that every packet read afterwards has
 // passed it. It returns how many frames were queued before and discarded.
 //
 // The drain ends when the ring is empty and stays so for drainQuiet: longer
-// than its block timeout (5 ms), after which the kernel hands over the
+// than its block timeout, after which the kernel hands over the
 // partly filled block it was writing, so by then nothing queued before
 // rejectAll is left.
 func attachFilter(r filterRing, filter []bpf.RawInstruction) (int, error) {

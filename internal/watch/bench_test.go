@@ -119,13 +119,13 @@ func BenchmarkSinkAdd(b *testing.B) {
 	}
 	k := newSink(benchBatch, nil)
 	for i := range s.wire {
-		k.add(&s.wire[i], benchBatch)
+		k.add(&s.wire[i])
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := startCPU(b)
 	for i := 0; b.Loop(); i++ {
-		k.add(&s.wire[i%benchBatch], benchBatch)
+		k.add(&s.wire[i%benchBatch])
 	}
 	cpu.report(b)
 }
@@ -141,11 +141,11 @@ func TestSinkAddAllocFree(t *testing.T) {
 	}
 	k := newSink(benchBatch, nil)
 	for i := range s.wire {
-		k.add(&s.wire[i], benchBatch)
+		k.add(&s.wire[i])
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(10_000, func() {
-		k.add(&s.wire[i%benchBatch], benchBatch)
+		k.add(&s.wire[i%benchBatch])
 		i++
 	})
 	if allocs != 0 {
@@ -163,7 +163,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 func joinBench(b *testing.B, withServer bool) {
 	s := newSynth()
 	k := newSink(50_000, nil)
-	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st, 50_000) })
+	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st) })
 	fresh := make([]event.Statement, benchBatch)
 	t0 := int64(1_700_000_000_000_000)
 	b.ReportAllocs()

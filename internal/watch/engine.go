@@ -147,7 +147,7 @@ func (e *engine) connect(ctx context.Context) error {
 	e.wire = make(chan *event.Statement, e.opts.QueueLen)
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
-		ThreadPoolSize: e.poolSize()}, func(s *event.Statement) { e.sink.add(s, e.opts.WindowSize) })
+		ThreadPoolSize: e.poolSize()}, func(s *event.Statement) { e.sink.add(s) })
 	if table != "" {
 		e.cursor = collect.NewJoinCursor(table)
 		if err := e.cursor.Prime(ctx, db); err != nil {
@@ -313,7 +313,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 // rateProbe) and returns the sample a budgeted run starts with; the rate
 // also seeds the poller's.
 func (e *engine) startingSample(ctx context.Context) uint16 {
-	first, err := collect.GlobalStatus(ctx, e.db)
+	first, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
 	if err != nil {
 		return 1
 	}
@@ -323,7 +323,7 @@ func (e *engine) startingSample(ctx context.Context) uint16 {
 		return 1
 	case <-time.After(rateProbe):
 	}
-	second, err := collect.GlobalStatus(ctx, e.db)
+	second, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
 	if err != nil {
 		return 1
 	}
@@ -373,17 +373,20 @@ func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// loop feeds wire statements to the joiner and expires old ones until ctx ends.
+// loop feeds wire statements to the joiner and expires old ones until ctx
+// ends. It takes the queued statements in batches, every joinEvery, rather
+// than waking for each one: a wake-up per statement (a futex call and a
+// context switch on both sides) cost more CPU than the join itself, and
+// the server's rows come at most every PollInterval/4 anyway.
 func (e *engine) loop(ctx context.Context) {
-	flush := time.NewTicker(100 * time.Millisecond)
+	flush := time.NewTicker(joinEvery)
 	defer flush.Stop()
 	live := time.NewTicker(e.opts.LiveEvery)
 	defer live.Stop()
 	for {
 		select {
-		case s := <-e.wire:
-			e.joiner.AddWire(s, nowUS())
 		case <-flush.C:
+			e.takeWire()
 			e.joiner.Flush(nowUS())
 		case <-live.C:
 			e.drawLive()
@@ -393,19 +396,24 @@ func (e *engine) loop(ctx context.Context) {
 	}
 }
 
+// joinEvery is how often loop hands queued wire statements to the joiner.
+const joinEvery = 100 * time.Millisecond
+
+// takeWire hands the joiner the wire statements queued now (not those that
+// keep arriving meanwhile: a busy capture must not hold the loop).
+func (e *engine) takeWire() {
+	now := nowUS()
+	for n := len(e.wire); n > 0; n-- {
+		e.joiner.AddWire(<-e.wire, now)
+	}
+}
+
 // finish stops the capture, drains what it queued, gives the server rows of
 // the last statements time to appear, and flushes the joiner.
 func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) capture.Stats {
 	st := <-capDone
 	<-pollDone
-	for drained := false; !drained; {
-		select {
-		case s := <-e.wire:
-			e.joiner.AddWire(s, nowUS())
-		default:
-			drained = true
-		}
-	}
+	e.takeWire()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	time.Sleep(e.opts.PollInterval)
@@ -429,7 +437,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	server := e.server
 	server.QueueDrops = e.drops.Load()
 	server.OwnFiltered = e.ownHits.Load()
-	pool, status := e.pool, e.status
+	pool := e.pool
 	e.serverM.Unlock()
 	e.noteLosses(st, server)
 	res := &Result{Server: e.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
@@ -440,7 +448,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	}
 	res.Profile = e.sink.profile.Result()
 	e.sink.mu.Unlock()
-	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool, status))
+	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool))
 	if e.plans != nil {
 		res.Findings = append(res.Findings, e.plans.Findings()...)
 	}
@@ -474,7 +482,7 @@ func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {
 
 // diagnoseWindow gathers what the rules look at: the statements seen, the
 // settings now, and the pool groups and status of the last slow poll.
-func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGroup, status map[string]string) *diagnose.Window {
+func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGroup) *diagnose.Window {
 	cores := 0
 	if collect.IsLocalHost(hostOf(e.addr)) {
 		cores = runtime.NumCPU()
@@ -488,9 +496,6 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 	}
 	w.Statements = window
 	w.RwndLimitedUS = e.sockets.limited()
-	if status != nil {
-		w.Status = status
-	}
 	if pool != nil {
 		w.PoolGroups = diagnose.PoolGroupsFrom(pool)
 	}

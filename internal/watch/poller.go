@@ -40,6 +40,11 @@ func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 	return done
 }
 
+// rateStatus are the status variables watch reads every slowPollEvery:
+// the statement rate and the server's start. The diagnosis reads the whole
+// status once, at the end.
+var rateStatus = []string{"Queries", "Questions", "Uptime"}
+
 // slowPollEvery is how often thread-pool groups, status and the processlist
 // mapping are read.
 const slowPollEvery = time.Second
@@ -243,7 +248,7 @@ func startFromUptime(status map[string]string) (int64, bool) {
 func (e *engine) addServerOnly(rows []collect.ServerStatement) {
 	for i := range rows {
 		s := serverStatement(&rows[i])
-		e.sink.add(s, e.opts.WindowSize)
+		e.sink.add(s)
 	}
 }
 
@@ -254,7 +259,7 @@ func (e *engine) pollSlow(ctx context.Context) {
 	if e.info.ThreadPoolTables {
 		pool, _ = collect.ThreadPoolGroups(ctx, e.db)
 	}
-	status, err := collect.GlobalStatus(ctx, e.db)
+	status, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
 	e.serverM.Lock()
 	if pool != nil {
 		e.pool = pool

@@ -24,9 +24,7 @@ type GroupSummary struct {
 type sink struct {
 	mu      sync.Mutex
 	profile *report.Profile
-	window  []event.Statement // ring of the last cap statements
-	next    int
-	full    bool
+	window  *stmtRing // the last windowSize statements
 	groups  map[int]*GroupSummary
 	worst   []event.Statement // slowest recent statements for the live view
 	onStmt  func(*event.Statement)
@@ -52,14 +50,14 @@ const maxConnSummaries = 20_000
 func newSink(windowSize int, onStmt func(*event.Statement)) *sink {
 	return &sink{
 		profile: report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency}),
-		window:  make([]event.Statement, 0, min(windowSize, 4096)),
+		window:  newStmtRing(windowSize),
 		groups:  map[int]*GroupSummary{},
 		conns:   map[string]*ConnSummary{},
 		onStmt:  onStmt,
 	}
 }
 
-func (k *sink) add(s *event.Statement, windowSize int) {
+func (k *sink) add(s *event.Statement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.total++
@@ -67,23 +65,13 @@ func (k *sink) add(s *event.Statement, windowSize int) {
 		k.joined++
 	}
 	k.profile.Add(s)
-	k.keep(*s, windowSize)
+	k.window.add(s)
 	k.addGroup(s)
 	k.addConn(s)
 	k.addWorst(*s)
 	if k.onStmt != nil {
 		k.onStmt(s)
 	}
-}
-
-func (k *sink) keep(s event.Statement, windowSize int) {
-	if len(k.window) < windowSize {
-		k.window = append(k.window, s)
-		return
-	}
-	k.window[k.next] = s
-	k.next = (k.next + 1) % windowSize
-	k.full = true
 }
 
 func (k *sink) addGroup(s *event.Statement) {
@@ -133,16 +121,7 @@ func (k *sink) topConns(n int) []ConnSummary {
 func (k *sink) recent(n int) []event.Statement {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	size := len(k.window)
-	n = min(n, size)
-	out := make([]event.Statement, 0, n)
-	if !k.full {
-		return append(out, k.window[size-n:]...)
-	}
-	for i := n; i > 0; i-- {
-		out = append(out, k.window[(k.next-i+size)%size])
-	}
-	return out
+	return k.window.last(n)
 }
 
 // worstKeep is how many slow statements the live view remembers.
@@ -163,14 +142,7 @@ func (k *sink) addWorst(s event.Statement) {
 func (k *sink) snapshot() ([]event.Statement, []GroupSummary) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	w := make([]event.Statement, 0, len(k.window))
-	if k.full {
-		w = append(w, k.window[k.next:]...)
-		w = append(w, k.window[:k.next]...)
-	} else {
-		w = append(w, k.window...)
-	}
-	return w, k.groupList()
+	return k.window.last(k.window.len()), k.groupList()
 }
 
 func (k *sink) groupList() []GroupSummary {
