@@ -43,12 +43,12 @@ const (
 	ringBlockSize = 1 << 20
 	ringFrameSize = 1 << 16
 	batchBytes    = 1 << 20
-	flushAfter    = 20 * time.Millisecond  // most a packet waits in a batch
+	flushAfter    = 20 * time.Millisecond // most a packet waits in a batch
 	// blockTimeout is how long the kernel fills a block before it hands
 	// it over partly full. Each handover wakes the capture goroutine: at
 	// a trickle (a sampled capture), every blockTimeout.
 	blockTimeout = 20 * time.Millisecond
-	idleWait      = 500 * time.Millisecond // longest wait for the ring (a stop interrupts it)
+	idleWait     = 500 * time.Millisecond // longest wait for the ring (a stop interrupts it)
 )
 
 // Live is an open AF_PACKET capture on one interface.
