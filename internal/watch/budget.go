@@ -17,6 +17,9 @@ type SampleStep struct {
 	// window that led to the change (for the sample a run starts with,
 	// what following every connection was estimated to cost).
 	CPUShare float64 `json:"cpu_share"`
+	// ByRate: the server's statement rate called for the change before
+	// watch's CPU showed it (a load that started or jumped).
+	ByRate bool `json:"by_rate,omitempty"`
 }
 
 // OwnCost is what watch itself cost the host it ran on.
@@ -93,6 +96,11 @@ func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followe
 	}
 	share := float64(cpu-g.lastCPU) / float64(elapsed) / float64(g.cpus)
 	g.lastCPU, g.lastAt = cpu, now
+	if next := g.feedForward(cur, followed); next > cur {
+		g.settle, g.over, g.under = settleAfterCut, 0, 0
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, CPUShare: share, ByRate: true})
+		return next
+	}
 	if g.settle > 0 {
 		g.settle--
 		return cur
@@ -154,16 +162,38 @@ const perStatementCPU = 8300 * time.Nanosecond
 // startSample is the sample a budgeted run starts with, from the server's
 // statement rate: starting with every connection on a busy server would
 // cost the budget many times over until the first windows were judged.
-func startSample(rate, budget float64, cpus int, followed func(n uint16) float64) uint16 {
-	share := rate * perStatementCPU.Seconds() / float64(max(cpus, 1))
-	if budget <= 0 || share <= budget {
-		return 1
+func startSample(budget float64, cpus int, followed func(n uint16) float64) uint16 {
+	return rateSample(1, budget, budget, cpus, followed)
+}
+
+// feedForward cuts before watch's CPU shows the need, when the server's
+// rate says following 1 in cur would cost farOver budgets or more: a load
+// that starts after watch (or jumps) would otherwise be followed in full
+// until windows over budget cut it, at most maxCutFactor per step and
+// settleAfterCut windows apart (measured: 4-7 s of full capture at the
+// start of a sysbench run). It never follows more; the measured windows
+// decide that.
+func (g *governor) feedForward(cur uint16, followed func(n uint16) float64) uint16 {
+	return rateSample(cur, farOver*g.budget, g.budget, g.cpus, followed)
+}
+
+// rateSample is the sample the server's rate calls for, from cur: when
+// following 1 in cur is estimated (perStatementCPU) to cost more than
+// over, the 1 in N expected to fit budget, never under minFollowed
+// statements per second followed; cur otherwise.
+func rateSample(cur uint16, over, budget float64, cpus int, followed func(n uint16) float64) uint16 {
+	if followed == nil || budget <= 0 {
+		return cur
 	}
-	n := min(ceilPow2(share/budget), maxBudgetSample)
-	for n > 1 && followed != nil && followed(uint16(n)) < minFollowed {
+	share := followed(cur) * perStatementCPU.Seconds() / float64(max(cpus, 1))
+	if share <= over {
+		return cur
+	}
+	n := min(uint32(cur)*ceilPow2(share/budget), maxBudgetSample)
+	for n > uint32(cur) && followed(uint16(n)) < minFollowed {
 		n /= 2
 	}
-	return uint16(n)
+	return uint16(max(n, uint32(cur)))
 }
 
 // start records the sample a run starts with (when not all connections).

@@ -31,7 +31,7 @@ func TestGovernorCutsInProportionAndSettles(t *testing.T) {
 	// window 1 settles the start; 2: 8.5% is far over 1%: cut by 8 at
 	// once (ceil-pow2 of 8.5 is 16, capped at 8); the next windows carry
 	// the backlog of the full capture and decide nothing.
-	got := govRun(g, 1, 30000, 0.085, 0.085, 0.03, 0.03, 0.03, 0.03, 0.03, 0.012, 0.012)
+	got := govRun(g, 1, 7000, 0.085, 0.085, 0.03, 0.03, 0.03, 0.03, 0.03, 0.012, 0.012)
 	want := []uint16{1, 8, 8, 8, 8, 8, 8, 8, 16}
 	if !slices.Equal(got, want) {
 		t.Fatalf("samples %v, want %v", got, want)
@@ -43,7 +43,7 @@ func TestGovernorCutsInProportionAndSettles(t *testing.T) {
 
 func TestGovernorWaitsForTwoWindowsJustOver(t *testing.T) {
 	g := newGovernor(0.01, time.Unix(1000, 0), 0)
-	got := govRun(g, 1, 30000, 0, 0.015, 0.009, 0.015, 0.015)
+	got := govRun(g, 1, 7000, 0, 0.015, 0.009, 0.015, 0.015)
 	if want := []uint16{1, 1, 1, 1, 2}; !slices.Equal(got, want) {
 		t.Fatalf("samples %v, want %v (one window over, then under, does not cut)", got, want)
 	}
@@ -51,7 +51,7 @@ func TestGovernorWaitsForTwoWindowsJustOver(t *testing.T) {
 
 func TestGovernorFollowsMoreWhenWellUnder(t *testing.T) {
 	g := newGovernor(0.01, time.Unix(1000, 0), 0)
-	got := govRun(g, 8, 30000, 0, 0.003, 0.003, 0.003, 0.003, 0.003, 0.003, 0.003, 0.005, 0.003, 0.003)
+	got := govRun(g, 8, 7000, 0, 0.003, 0.003, 0.003, 0.003, 0.003, 0.003, 0.003, 0.005, 0.003, 0.003)
 	// 3 windows under 0.4% halve the sample; one more settles the change;
 	// 0.5% is not well under: the count starts again.
 	if want := []uint16{8, 8, 8, 4, 4, 4, 4, 2, 2, 2, 2}; !slices.Equal(got, want) {
@@ -86,7 +86,7 @@ func TestGovernorNeverFollowsNothing(t *testing.T) {
 		if n >= 16 {
 			return 0
 		}
-		return 30000 / 8 // one connection of eight
+		return 7000 / 8 // one connection of eight
 	}
 	got := govRunFollowing(g, 1, followed, 0, 0.06, 0, 0, 0, 0, 0, 0.03, 0.03)
 	if want := []uint16{1, 8, 8, 8, 8, 8, 8, 8, 8}; !slices.Equal(got, want) {
@@ -129,18 +129,52 @@ func TestStartSample(t *testing.T) {
 		followed func(uint16) float64
 		want     uint16
 	}{
-		{"quiet server: every connection", 1000, 0.01, nil, 1},
+		{"quiet server: every connection", 1000, 0.01, perConn(1000, 64), 1},
+		{"unknown rate: every connection", 30000, 0.01, nil, 1},
 		{"30k/s on 2 CPUs: 12.5% estimated, 1 in 16", 30000, 0.01, perConn(30000, 64), 16},
-		{"no budget", 30000, 0, nil, 1},
+		{"no budget", 30000, 0, perConn(30000, 64), 1},
 		{"few connections: keep one followed", 30000, 0.01, func(n uint16) float64 {
-			if n >= 8 {
+			switch {
+			case n == 1:
+				return 30000
+			case n >= 8:
 				return 0
 			}
 			return 30000 / 4
 		}, 4},
 	} {
-		if got := startSample(c.rate, c.budget, 2, c.followed); got != c.want {
+		if got := startSample(c.budget, 2, c.followed); got != c.want {
 			t.Errorf("%s: start at 1 in %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// A load that starts after watch is cut by its rate in the first window
+// that shows it, before watch's CPU does, and as deep as the rate calls for
+// (not maxCutFactor at a time); the measured windows go on from there.
+func TestGovernorCutsWhenTheRateJumps(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	rate := 0.0
+	followed := func(n uint16) float64 { return rate / float64(n) }
+	var got []uint16
+	cur := uint16(1)
+	for i, share := range []float64{0.002, 0.002, 0.002, 0.05, 0.03, 0.03, 0.02, 0.02, 0.02, 0.02, 0.004} {
+		if i == 2 {
+			rate = 30000 // 12.5% of 2 CPUs estimated for every connection
+		}
+		cur = govRunFollowing(g, cur, followed, share)[0]
+		got = append(got, cur)
+	}
+	// window 3: the rate shows, 1 in 16 at once (ceil-pow2 of 12.45); five
+	// windows settle the backlog; then two windows at 2% cut to 32.
+	if want := []uint16{1, 1, 16, 16, 16, 16, 16, 16, 16, 32, 32}; !slices.Equal(got, want) {
+		t.Fatalf("samples %v, want %v", got, want)
+	}
+	if len(g.steps) != 2 || !g.steps[0].ByRate || g.steps[1].ByRate {
+		t.Errorf("steps %+v: want the first by rate, the second by CPU", g.steps)
+	}
+	// At 1 in 16 the rate no longer calls for a cut: 1,875/s is 0.78%.
+	if next := g.feedForward(16, followed); next != 16 {
+		t.Errorf("feed-forward at 1 in 16: %d", next)
 	}
 }

@@ -331,7 +331,7 @@ func (e *engine) startingSample(ctx context.Context) uint16 {
 	e.serverM.Lock()
 	e.queryRate, e.status, e.statusAt = rate, second, time.Now()
 	e.serverM.Unlock()
-	n := startSample(rate, e.gov.budget, e.gov.cpus, e.followedRate)
+	n := startSample(e.gov.budget, e.gov.cpus, e.followedRate)
 	if n > 1 {
 		e.gov.start(time.Now(), n, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
 		e.sample.set(n)

@@ -272,14 +272,14 @@ func (e *engine) pollSlow(ctx context.Context) {
 		}
 	}
 	e.serverM.Unlock()
+	e.mapExistingConns(ctx) // the connections the governor's estimates count
 	e.govern()
-	e.mapExistingConns(ctx) // also sorts connections into a changed sample
-	_ = e.sockets.poll()    // a failed read keeps the earlier ones
+	_ = e.sockets.poll() // a failed read keeps the earlier ones
 }
 
 // govern lets the CPU budget change the connections followed: the kernel
-// filter first (the capture), then the server side's sample, which the
-// processlist read right after sorts connections into.
+// filter first (the capture), then the server side's sample, into which
+// the connections the processlist listed are sorted again.
 func (e *engine) govern() {
 	if e.gov == nil || e.live == nil {
 		return
@@ -297,6 +297,7 @@ func (e *engine) govern() {
 		return
 	}
 	e.sample.set(next)
+	e.sample.replace(e.hosts)
 }
 
 // followedRate estimates the server's statements per second a 1-in-n
