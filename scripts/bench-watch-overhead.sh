@@ -8,7 +8,8 @@
 # (without-with, then with-without) so that the machine's drift over minutes
 # does not favour one mode; the script prints per mode the median TPS and
 # min-max, the median of the paired ratios with their range, the server's
-# CPU per transaction in each mode (/proc, both cores' work), watch's own
+# CPU per transaction in each mode (/proc, both cores' work) and the host's
+# (every process plus softirq, where loopback capture is paid), watch's own
 # CPU as it reports it, and what watch saw (statements joined, packets
 # dropped, the connections its CPU budget let it follow) so that a watch
 # that saw nothing cannot pass for a cheap one.
@@ -68,6 +69,10 @@ echo "bench-watch-overhead: sandbox on port $PORT; preparing $TABLES x $ROWS row
 
 # cpu_ticks PID: user + system clock ticks the process has used.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# busy_ticks: the host's busy clock ticks, all CPUs (user, nice, system,
+# irq, softirq; not idle, iowait or steal). Packet capture costs softirq
+# time on loopback that no process is charged with.
+busy_ticks() { awk 'NR == 1 {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 
 # run_round MODE I: warm up, then one measured sysbench run; prints its TPS
 # and the server's CPU ticks per 1,000 transactions.
@@ -82,9 +87,9 @@ run_round() {
     kill -0 "$WATCH_PID" 2>/dev/null || die "gapscope watch exited: $(cat "$WORK/watch-$i.err")"
   fi
   [ "$WARMUP" -gt 0 ] && "${SB[@]}" --time="$WARMUP" run >/dev/null
-  local t0; t0=$(cpu_ticks "$SERVER_PID")
+  local t0 b0; t0=$(cpu_ticks "$SERVER_PID"); b0=$(busy_ticks)
   "${SB[@]}" --time="$DURATION" run >"$WORK/sb-$mode-$i.txt"
-  local t1; t1=$(cpu_ticks "$SERVER_PID")
+  local t1 b1; t1=$(cpu_ticks "$SERVER_PID"); b1=$(busy_ticks)
   if [ "$mode" = with ]; then
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "gapscope watch failed: $(tail -3 "$WORK/watch-$i.err")"
     WATCH_PID=
@@ -92,7 +97,7 @@ run_round() {
   local tps tx
   tps=$(sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$WORK/sb-$mode-$i.txt")
   tx=$(sed -n 's/.*transactions: *\([0-9]*\) .*/\1/p' "$WORK/sb-$mode-$i.txt")
-  echo "$tps $(( (t1 - t0) * 1000 / tx ))"
+  echo "$tps $(( (t1 - t0) * 1000 / tx )) $(( (b1 - b0) * 1000 / tx ))"
 }
 
 echo "bench-watch-overhead: load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -105,7 +110,9 @@ for i in $(seq 1 "$ROUNDS"); do
   seen=$(grep -o 'joined [0-9]* of [0-9]* wire statements' "$WORK/watch-$i.txt" || echo "watch summary missing")
   drops=$(grep -io '[0-9]* dropped' "$WORK/watch-$i.txt" | head -1 || true)
   own=$(sed -n 's/^watch itself: //p' "$WORK/watch-$i.txt")
-  echo "pair $i/$ROUNDS: without ${off% *} TPS (server ${off#* } ticks/1k tx), with watch ${on% *} TPS (server ${on#* } ticks/1k tx); $seen${drops:+, $drops}; watch itself: ${own:-?}"
+  read -r off_tps off_srv off_all <<<"$off"
+  read -r on_tps on_srv on_all <<<"$on"
+  echo "pair $i/$ROUNDS: without $off_tps TPS (server $off_srv, host $off_all ticks/1k tx), with watch $on_tps TPS (server $on_srv, host $on_all ticks/1k tx); $seen${drops:+, $drops}; watch itself: ${own:-?}"
   echo "$off $on" >>"$WORK/pairs.txt"
 done
 echo "bench-watch-overhead: load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -113,10 +120,11 @@ echo "bench-watch-overhead: load average after: $(cut -d' ' -f1-3 /proc/loadavg)
 python3 - "$WORK/pairs.txt" "$DURATION" "$THREADS" "$TABLES" "$ROWS" <<'PY'
 import statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-pairs = [(r[0], r[2]) for r in rows]
+pairs = [(r[0], r[3]) for r in rows]
 off, on = [p[0] for p in pairs], [p[1] for p in pairs]
 ratios = [b / a for a, b in pairs if a > 0]
-cpu_off, cpu_on = [r[1] for r in rows], [r[3] for r in rows]
+cpu_off, cpu_on = [r[1] for r in rows], [r[4] for r in rows]
+host_off, host_on = [r[2] for r in rows], [r[5] for r in rows]
 print(f"\nsysbench oltp_read_write, {sys.argv[4]} tables x {sys.argv[5]} rows, {sys.argv[3]} threads, "
       f"{len(pairs)} alternating pairs of {sys.argv[2]} s")
 print(f"  without watch: median {statistics.median(off):.1f} TPS (min-max {min(off):.1f}-{max(off):.1f})")
@@ -126,4 +134,12 @@ print(f"  paired ratio with/without: median x{med:.3f} (range x{min(ratios):.3f}
 print(f"  median cost: {(1 - med) * 100:.1f}% of TPS (target <= 3%)")
 print(f"  server CPU per 1,000 transactions (ticks of 10 ms): without median {statistics.median(cpu_off):.0f}, "
       f"with {statistics.median(cpu_on):.0f}")
+# At saturation TPS is the host's CPU over the CPU a transaction takes, all
+# of it (server, sysbench, watch, the kernel's packet work): the same cost
+# seen without the VM's swings in speed, which move TPS but not CPU per
+# transaction as much.
+host_ratios = [a / b for a, b in zip(host_off, host_on) if b > 0]
+print(f"  host CPU per 1,000 transactions (all processes and softirq): without median {statistics.median(host_off):.0f}, "
+      f"with {statistics.median(host_on):.0f}; paired: median cost {(1 - statistics.median(host_ratios)) * 100:.1f}% "
+      f"(range {(1 - max(host_ratios)) * 100:.1f}% to {(1 - min(host_ratios)) * 100:.1f}%)")
 PY

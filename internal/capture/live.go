@@ -289,7 +289,7 @@ func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, d
 		}
 		data, ci, err := l.tp.ZeroCopyReadPacketData()
 		if errors.Is(err, afpacket.ErrTimeout) {
-			l.ready.wait(l.handover(cur, started, flush))
+			l.ready.wait(handover(cur, started, flush))
 			continue
 		}
 		if err != nil {
@@ -323,7 +323,7 @@ func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, d
 // goroutine at every block the kernel retired (every blockTimeout at a trickle):
 // a futex wake and a context switch each, which at a few thousand
 // statements a second cost more than decoding them.
-func (l *Live) handover(cur *batch, started time.Time, flush func()) time.Duration {
+func handover(cur *batch, started time.Time, flush func()) time.Duration {
 	if cur == nil || len(cur.pkts) == 0 {
 		return idleWait
 	}
