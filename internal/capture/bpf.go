@@ -79,10 +79,10 @@ func (a *asm) skip(at int, label string) (uint8, error) {
 
 // buildFilter returns the classic BPF program for ports. dropOutgoing drops
 // the PACKET_OUTGOING copy of each packet, which loopback delivers twice.
-// sample > 1 keeps only connections whose client port (the port on the
-// other side of a server port) SampledPort accepts: the kernel then
-// copies 1/sample of the packets into the ring.
-func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint16) ([]bpf.RawInstruction, error) {
+// A sample that is On keeps only connections whose client port (the port
+// on the other side of a server port) it Follows: the kernel then copies
+// 1/N of the packets into the ring.
+func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Sample) ([]bpf.RawInstruction, error) {
 	if len(ports) == 0 || len(ports) > 32 {
 		return nil, errors.New("bpf: need between 1 and 32 ports")
 	}
@@ -104,7 +104,7 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint
 		a.jump(bpf.JumpEqual, 0x40, "v4", "")
 		a.jump(bpf.JumpEqual, 0x60, "v6", "drop")
 	}
-	sampled := sample > 1
+	sampled := sample.On()
 	a.label("v4")
 	a.emit(bpf.LoadAbsolute{Off: l + 9, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
@@ -117,11 +117,11 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample uint
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
 	portFields(a, "v6", ports, sampled, l+40, func(off uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: off, Size: 2} })
 	if sampled {
-		a.label("sample") // A holds the client port: A = hash(port) % sample
+		a.label("sample") // A holds the client port: A = hash(port) % N
 		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMul, Val: portHashMul})
 		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: portHashShift})
-		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(sample)})
-		a.jump(bpf.JumpEqual, 0, "accept", "drop")
+		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(sample.N)})
+		a.jump(bpf.JumpEqual, sample.Key%uint32(sample.N), "accept", "drop")
 	}
 	a.label("drop")
 	a.emit(bpf.RetConstant{Val: 0})
@@ -164,13 +164,38 @@ func portChecks(a *asm, ports []uint16, match string) {
 	}
 }
 
-// SampledPort reports whether a connection from client port is captured
-// under sample (the filter's rule, for the server side to apply too). The
-// port is hashed first: Linux hands connect() even ports (odd ones are
-// left for bind), so port % 2 is always 0 and port % 4 splits in halves.
-func SampledPort(port, sample uint16) bool {
-	return sample <= 1 || (uint32(port)*portHashMul>>portHashShift)%uint32(sample) == 0
+// Sample says which connections a capture follows: those whose client
+// port hashes to Key modulo N (N ≤ 1: all). The port is hashed first:
+// Linux hands connect() even ports (odd ones are left for bind), so port % 2
+// is always 0 and port % 4 splits in halves. With N a power of two and one
+// Key, 1 in 2N follows a subset of 1 in N. Key = PortKey(p) makes every N
+// follow the connection from port p: a sample that follows at least one
+// connection whatever the few connections' ports hash to.
+type Sample struct {
+	N   uint16
+	Key uint32
 }
+
+// All follows every connection.
+var All = Sample{N: 1}
+
+// Follows reports whether the connection from client port is in the sample
+// (the kernel filter's rule, for the server side to apply too).
+func (s Sample) Follows(port uint16) bool {
+	return s.N <= 1 || portHash(port)%uint32(s.N) == s.Key%uint32(s.N)
+}
+
+// On reports whether the sample leaves connections out.
+func (s Sample) On() bool { return s.N > 1 }
+
+// PortKey is the Key of samples that follow the connection from port.
+func PortKey(port uint16) uint32 { return portHash(port) }
+
+func portHash(port uint16) uint32 { return uint32(port) * portHashMul >> portHashShift }
+
+// SampledPort reports whether a connection from client port is in the
+// 1-in-n sample of Key 0.
+func SampledPort(port, n uint16) bool { return Sample{N: n}.Follows(port) }
 
 // A multiplicative hash (Knuth's golden-ratio constant, 32-bit): adjacent
 // ports land in different buckets.

@@ -25,7 +25,7 @@ func TestBuildFilterMatchesPorts(t *testing.T) {
 		{"v6 other port", tcp("[::1]:40000", "[::1]:22"), false},
 	}
 	for _, link := range []filterLink{filterEthernet, filterRawIP} {
-		prog, err := buildFilter(ports, link, false, 0)
+		prog, err := buildFilter(ports, link, false, Sample{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,11 +66,11 @@ func TestBuildFilterMatchesPorts(t *testing.T) {
 }
 
 func TestBuildFilterOutgoingCheckAssembles(t *testing.T) {
-	prog, err := buildFilter([]uint16{3306}, filterEthernet, true, 0)
+	prog, err := buildFilter([]uint16{3306}, filterEthernet, true, Sample{})
 	if err != nil || len(prog) < 10 {
 		t.Fatalf("%d instructions, %v", len(prog), err)
 	}
-	if _, err := buildFilter(nil, filterEthernet, false, 0); err == nil {
+	if _, err := buildFilter(nil, filterEthernet, false, Sample{}); err == nil {
 		t.Error("no ports accepted")
 	}
 }
@@ -83,11 +83,19 @@ func disassemble(t *testing.T, raw []bpf.RawInstruction) []bpf.Instruction {
 	return ins
 }
 
-// A sampled filter keeps a connection in both directions exactly when
-// SampledPort accepts its client port, and spreads even ports (what Linux
-// hands connect()) over the buckets.
+// A sampled filter keeps a connection in both directions exactly when the
+// sample Follows its client port, and spreads even ports (what Linux hands
+// connect()) over the buckets; a keyed sample follows its key's port.
 func TestBuildFilterSamplesConnections(t *testing.T) {
-	const sample = 4
+	for _, sample := range []Sample{{N: 4}, {N: 4, Key: PortKey(40002)}, {N: 4, Key: PortKey(40004)}} {
+		testSampledFilter(t, sample)
+	}
+	if !(Sample{N: 1024, Key: PortKey(40002)}).Follows(40002) {
+		t.Error("a sample keyed by a port does not follow that port")
+	}
+}
+
+func testSampledFilter(t *testing.T, sample Sample) {
 	prog, err := buildFilter([]uint16{3306}, filterEthernet, false, sample)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +106,7 @@ func TestBuildFilterSamplesConnections(t *testing.T) {
 	}
 	accepted := 0
 	for port := uint16(40000); port < 41000; port += 2 {
-		want := SampledPort(port, sample)
+		want := sample.Follows(port)
 		if want {
 			accepted++
 		}
@@ -118,17 +126,31 @@ func TestBuildFilterSamplesConnections(t *testing.T) {
 					t.Fatal(err)
 				}
 				if (n > 0) != want {
-					t.Fatalf("port %d v6=%v %v->%v: accepted %d bytes, SampledPort says %v", port, v6, s.src, s.dst, n, want)
+					t.Fatalf("port %d v6=%v %v->%v: accepted %d bytes, Follows says %v", port, v6, s.src, s.dst, n, want)
 				}
 			}
 		}
 	}
 	if accepted < 100 || accepted > 150 { // 500 even ports, 1 in 4 expected
-		t.Errorf("%d of 500 even client ports sampled at 1 in %d", accepted, sample)
+		t.Errorf("%d of 500 even client ports sampled at %+v", accepted, sample)
 	}
 	// Another port is still dropped whatever its peer.
 	other := seg{src: netip.MustParseAddrPort("10.0.0.1:40000"), dst: netip.MustParseAddrPort("10.0.0.2:5432"), flags: tcpACK, wscale: -1}
 	if n, _ := vm.Run(frame(linkEthernet, other)); n != 0 {
 		t.Error("a packet to another port passed the sampled filter")
+	}
+}
+
+// With one Key, 1 in 2N follows a subset of 1 in N: a budget that cuts
+// keeps following connections it followed.
+func TestSamplesNest(t *testing.T) {
+	for _, key := range []uint32{0, PortKey(40002), PortKey(51234)} {
+		for n := uint16(1); n < 1024; n *= 2 {
+			for port := uint16(32768); port < 61000; port += 2 {
+				if (Sample{N: 2 * n, Key: key}).Follows(port) && !(Sample{N: n, Key: key}).Follows(port) {
+					t.Fatalf("key %d: port %d in 1 in %d but not in 1 in %d", key, port, 2*n, n)
+				}
+			}
+		}
 	}
 }

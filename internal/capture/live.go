@@ -31,10 +31,9 @@ type LiveOptions struct {
 	// and the tracker (default 64 MiB); past it packets are dropped (counted
 	// in Stats.QueueDrops) rather than stalling the ring.
 	QueueMB int
-	// Sample > 1 captures only the connections whose client port
-	// SampledPort accepts, in the kernel filter. SetSample changes it
-	// while the capture runs.
-	Sample uint16
+	// Sample, when On, captures only the connections it Follows, in the
+	// kernel filter. SetSample changes it while the capture runs.
+	Sample Sample
 }
 
 // Ring geometry: TPACKET_V3 blocks hold many variable-size frames; a block
@@ -62,7 +61,7 @@ type Live struct {
 	dropOutgoing bool
 	iface        string
 	// sample is the current 1-in-N (SetSample), read by Run's loop.
-	sample atomic.Uint32
+	sample atomic.Uint64
 	// mu guards closed: SetSample must not touch a released socket.
 	mu     sync.Mutex
 	closed bool
@@ -121,7 +120,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
 	l := &Live{opts: opts, tp: tp, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}
-	l.sample.Store(uint32(max(opts.Sample, 1)))
+	l.sample.Store(packSample(Sample{N: max(opts.Sample.N, 1), Key: opts.Sample.Key}))
 	return l, nil
 }
 
@@ -129,14 +128,14 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 var ErrStopped = errors.New("capture already stopped")
 
 // SetSample changes, while the capture runs, which connections it follows:
-// 1 in n by client port (SampledPort; 1 = all). The kernel filter changes
+// 1 in n.N by client port (Sample.Follows; 1 = all). The kernel filter changes
 // at once; connections that leave the sample are forgotten by the tracker
 // without reports (their statements in flight are not a measurement of
 // anything), and connections that join it are picked up mid-stream from
-// their next command. With n a power of two, doubling n keeps a subset of
-// the connections followed (see SampledPort).
-func (l *Live) SetSample(n uint16) error {
-	n = max(n, 1)
+// their next command. With N a power of two, doubling N with the same Key
+// keeps a subset of the connections followed (see Sample).
+func (l *Live) SetSample(n Sample) error {
+	n.N = max(n.N, 1)
 	filter, err := buildFilter(l.opts.Ports, l.flink, l.dropOutgoing, n)
 	if err != nil {
 		return err
@@ -149,12 +148,16 @@ func (l *Live) SetSample(n uint16) error {
 	if err := l.tp.SetBPF(filter); err != nil {
 		return fmt.Errorf("changing the capture filter on %s: %w", l.iface, err)
 	}
-	l.sample.Store(uint32(n))
+	l.sample.Store(packSample(n))
 	return nil
 }
 
-// Sample returns the 1-in-N the capture follows now.
-func (l *Live) Sample() uint16 { return uint16(l.sample.Load()) }
+// Sample returns the connections the capture follows now.
+func (l *Live) Sample() Sample { return unpackSample(l.sample.Load()) }
+
+// A Sample packed in one word, so that Run reads it without a lock.
+func packSample(s Sample) uint64   { return uint64(s.N)<<32 | uint64(s.Key) }
+func unpackSample(v uint64) Sample { return Sample{N: uint16(v >> 32), Key: uint32(v)} }
 
 // ignoreOutgoing asks the kernel not to hand the socket outgoing packets
 // (PACKET_IGNORE_OUTGOING, Linux 4.20+). On loopback every packet comes

@@ -275,7 +275,7 @@ func TestLiveSetSample(t *testing.T) {
 		}
 		return got, sampled
 	}
-	if err := live.SetSample(4); err != nil {
+	if err := live.SetSample(Sample{N: 4}); err != nil {
 		t.Fatal(err)
 	}
 	quarter := echoes(32)
@@ -288,7 +288,7 @@ func TestLiveSetSample(t *testing.T) {
 	if got, sampled := count(quarter, 4); got != want || sampled != want || want == 0 {
 		t.Errorf("1 in 4: %d of 32 connections captured (%d in the sample); want exactly the %d sampled", got, sampled, want)
 	}
-	if err := live.SetSample(1); err != nil || live.Sample() != 1 {
+	if err := live.SetSample(All); err != nil || live.Sample() != All {
 		t.Fatalf("back to all: %v (sample %d)", err, live.Sample())
 	}
 	all := echoes(8)
@@ -297,7 +297,7 @@ func TestLiveSetSample(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if err := live.SetSample(2); err == nil {
+	if err := live.SetSample(Sample{N: 2}); err == nil {
 		t.Error("SetSample after the capture stopped: no error")
 	}
 }

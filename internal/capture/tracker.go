@@ -60,9 +60,9 @@ type Tracker struct {
 	nowUS  int64
 	sweep  int64
 	sqlBuf []byte // scratch for parameter interpolation
-	// sample > 1 follows only connections whose client port SampledPort
-	// accepts (Resample); packets of others are ignored.
-	sample uint16
+	// sample, when On, follows only the connections whose client port it
+	// Follows (Resample); packets of others are ignored.
+	sample Sample
 }
 
 // NewTracker returns a tracker that calls emit for every statement. emit runs
@@ -141,11 +141,11 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	return f
 }
 
-// Resample follows 1 in n connections from now on (1: all): connections
+// Resample follows the sample n from now on (N ≤ 1: all): connections
 // the sample no longer holds are forgotten without reports, as if never
 // captured, and packets of such connections queued before the kernel
 // filter changed are ignored.
-func (t *Tracker) Resample(n uint16) {
+func (t *Tracker) Resample(n Sample) {
 	t.sample = n
 	for k := range t.flows {
 		if !t.sampled(k) {
@@ -158,15 +158,15 @@ func (t *Tracker) Resample(n uint16) {
 // client is the end not on a server port; a connection between two server
 // ports (or none) cannot be told apart and is kept.
 func (t *Tracker) sampled(key flowKey) bool {
-	if t.sample <= 1 {
+	if !t.sample.On() {
 		return true
 	}
 	a, b := t.isServerPort(key.a.port), t.isServerPort(key.b.port)
 	switch {
 	case a && !b:
-		return SampledPort(key.b.port, t.sample)
+		return t.sample.Follows(key.b.port)
 	case b && !a:
-		return SampledPort(key.a.port, t.sample)
+		return t.sample.Follows(key.a.port)
 	}
 	return true
 }

@@ -524,7 +524,7 @@ func TestTrackerResample(t *testing.T) {
 	h.feed(left.handshake(7, 7)...)
 	h.feed(left.fromClient([]byte("SELECT 1"))) // in flight when the sample changes
 
-	h.t.Resample(4)
+	h.t.Resample(Sample{N: 4})
 	h.feed(left.fromServer([]byte("late\n")), left.fromClient([]byte("SELECT 2")), left.fromServer([]byte("r\n")))
 	h.feed(kept.fromClient([]byte("SELECT 3")), kept.fromServer([]byte("r\n")))
 	if len(h.stmts) != 1 || !strings.HasPrefix(h.stmts[0].Conn, kept.cli.String()) {
@@ -534,7 +534,7 @@ func TestTrackerResample(t *testing.T) {
 		t.Errorf("flows: stats %d, tracked %d; want 2 seen, 1 left", h.t.Stats().Flows, len(h.t.flows))
 	}
 
-	h.t.Resample(1)
+	h.t.Resample(All)
 	h.feed(left.fromClient([]byte("SELECT 4")), left.fromServer([]byte("r\n")))
 	if len(h.stmts) != 2 || !strings.HasPrefix(h.stmts[1].Conn, left.cli.String()) {
 		t.Fatalf("after resample to all: %d statements, want the returning connection's", len(h.stmts))

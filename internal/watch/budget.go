@@ -13,6 +13,8 @@ import (
 type SampleStep struct {
 	AtUS   int64  `json:"at_us"`  // wall clock, Unix µs
 	Sample uint16 `json:"sample"` // 1 in Sample connections from then on
+	// Key picks which 1 in Sample (capture.Sample): the pivot connection's.
+	Key uint32 `json:"key,omitempty"`
 	// CPUShare is watch's own CPU, as a fraction of the host's CPUs, in the
 	// window that led to the change (for the sample a run starts with,
 	// what following every connection was estimated to cost).
@@ -78,7 +80,8 @@ type governor struct {
 	settle      int // windows still to pass before the next decision
 	over, under int
 	steps       []SampleStep
-	floored     bool // over budget with the sample already at its floor
+	floored     bool   // over budget with the sample already at its floor
+	key         uint32 // the sample's key, recorded in steps
 }
 
 func newGovernor(budget float64, now time.Time, cpu time.Duration) *governor {
@@ -98,7 +101,7 @@ func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followe
 	g.lastCPU, g.lastAt = cpu, now
 	if next := g.feedForward(cur, followed); next > cur {
 		g.settle, g.over, g.under = settleAfterCut, 0, 0
-		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, CPUShare: share, ByRate: true})
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share, ByRate: true})
 		return next
 	}
 	if g.settle > 0 {
@@ -111,7 +114,7 @@ func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followe
 		if next > cur {
 			g.settle = settleAfterCut
 		}
-		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, CPUShare: share})
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share})
 	}
 	return next
 }
@@ -199,7 +202,7 @@ func rateSample(cur uint16, over, budget float64, cpus int, followed func(n uint
 // start records the sample a run starts with (when not all connections).
 func (g *governor) start(now time.Time, n uint16, estimatedShare float64) {
 	if n > 1 {
-		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, CPUShare: estimatedShare})
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, Key: g.key, CPUShare: estimatedShare})
 	}
 }
 

@@ -48,9 +48,13 @@ type engine struct {
 	sample    *connSample
 	procs     collect.ProcesslistReader // poller goroutine only (and connect, before it)
 	hosts     map[uint64]string         // the last processlist read: HOST by id (same goroutines)
-	live      *capture.Live             // nil without a capture
-	gov       *governor                 // nil without a CPU budget (poller goroutine only)
-	sockets   *socketWatch              // nil unless the server runs on this host
+	// pivotHost is the connection a budgeted sample is keyed on
+	// (choosePivot), pivotKey its key.
+	pivotHost string
+	pivotKey  uint32
+	live      *capture.Live // nil without a capture
+	gov       *governor     // nil without a CPU budget (poller goroutine only)
+	sockets   *socketWatch  // nil unless the server runs on this host
 	// sampleReadAt is when a sampled poll last re-read the processlist
 	// (poller goroutine only).
 	sampleReadAt time.Time
@@ -96,7 +100,7 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 // is joined, diagnosed and returned, not lost.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
-	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(opts.Sample)}
+	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(capture.Sample{N: opts.Sample})}
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -249,6 +253,7 @@ func (e *engine) mapExistingConns(ctx context.Context) {
 		e.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
 		return
 	}
+	e.choosePivot(procs)
 	hosts := make(map[uint64]string, len(procs))
 	for _, p := range procs {
 		hosts[p.ID] = p.Host // sockets and background threads: never sampled
@@ -280,7 +285,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
 	}
-	sample := e.opts.Sample
+	sample := capture.Sample{N: e.opts.Sample}
 	if !e.sample.on() && e.opts.CPUBudget > 0 {
 		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
 		sample = e.startingSample(ctx)
@@ -289,7 +294,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 		RingMB: e.opts.RingMB, Sample: sample})
 	if err != nil {
 		e.gov = nil
-		e.sample.set(1)
+		e.sample.set(capture.All)
 		e.notes.add("no capture on %s (%v): server-side times only; run as root or grant CAP_NET_RAW", iface, err)
 		e.opts.NoCapture = true
 		done <- capture.Stats{}
@@ -312,28 +317,29 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 // startingSample reads the server's statement rate (Queries over
 // rateProbe) and returns the sample a budgeted run starts with; the rate
 // also seeds the poller's.
-func (e *engine) startingSample(ctx context.Context) uint16 {
+func (e *engine) startingSample(ctx context.Context) capture.Sample {
 	first, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
 	if err != nil {
-		return 1
+		return capture.All
 	}
 	at := time.Now()
 	select {
 	case <-ctx.Done():
-		return 1
+		return capture.All
 	case <-time.After(rateProbe):
 	}
 	second, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
 	if err != nil {
-		return 1
+		return capture.All
 	}
 	rate := statementRate(first, second, time.Since(at))
 	e.serverM.Lock()
 	e.queryRate, e.status, e.statusAt = rate, second, time.Now()
 	e.serverM.Unlock()
-	n := startSample(e.gov.budget, e.gov.cpus, e.followedRate)
-	if n > 1 {
-		e.gov.start(time.Now(), n, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
+	e.gov.key = e.pivotKey
+	n := e.budgetSample(startSample(e.gov.budget, e.gov.cpus, e.followedRate))
+	if n.On() {
+		e.gov.start(time.Now(), n.N, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
 		e.sample.set(n)
 		e.sample.replace(e.hosts)
 	}
@@ -481,7 +487,7 @@ func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {
 }
 
 // diagnoseWindow gathers what the rules look at: the statements seen, the
-// settings now, and the pool groups and status of the last slow poll.
+// settings and status now, and the pool groups of the last slow poll.
 func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGroup) *diagnose.Window {
 	cores := 0
 	if collect.IsLocalHost(hostOf(e.addr)) {

@@ -36,10 +36,10 @@ func (e *engine) drawLive() {
 // followingNote tells the live view that only a sample of the connections
 // is followed.
 func (e *engine) followingNote() string {
-	if e.live == nil || e.live.Sample() <= 1 {
+	if e.live == nil || !e.live.Sample().On() {
 		return ""
 	}
-	return fmt.Sprintf("  following 1 in %d connections", e.live.Sample())
+	return fmt.Sprintf("  following 1 in %d connections", e.live.Sample().N)
 }
 
 // liveFindingsEvery is how often the live view re-runs the statement rules,

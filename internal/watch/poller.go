@@ -3,7 +3,6 @@ package watch
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"time"
 
@@ -285,13 +284,18 @@ func (e *engine) govern() {
 		return
 	}
 	cur := e.live.Sample()
-	next := e.gov.observe(time.Now(), ownCPU(), cur, e.followedRate)
+	e.gov.key = e.pivotKey
+	now := time.Now()
+	next := e.budgetSample(e.gov.observe(now, ownCPU(), cur.N, e.followedRate))
 	if next == cur {
 		return
 	}
+	if next.N == cur.N { // the pivot connection went: the same share, other connections
+		e.gov.steps = append(e.gov.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next.N, Key: next.Key})
+	}
 	if err := e.live.SetSample(next); err != nil {
 		if !errors.Is(err, capture.ErrStopped) {
-			e.notes.add("CPU budget: could not change the capture's sample (%v): following 1 in %d from then on", err, cur)
+			e.notes.add("CPU budget: could not change the capture's sample (%v): following 1 in %d from then on", err, cur.N)
 		}
 		e.gov = nil
 		return
@@ -300,18 +304,58 @@ func (e *engine) govern() {
 	e.sample.replace(e.hosts)
 }
 
+// budgetSample is the sample a budgeted run follows at 1 in n: keyed by
+// the pivot connection, so that however few connections there are and
+// whatever their ports hash to, a cut never leaves none followed (with
+// eight connections, a sample keyed 0 followed none at 1 in 4 one time in
+// ten, and the governor then had to stay at 1 in 2).
+func (e *engine) budgetSample(n uint16) capture.Sample {
+	if n <= 1 {
+		return capture.All
+	}
+	return capture.Sample{N: n, Key: e.pivotKey}
+}
+
+// choosePivot keeps the pivot connection while the processlist lists it,
+// and otherwise picks another: a client on the wire that is not one of
+// watch's own, running a command when the processlist was read if one is
+// (a busy connection rather than an idle one in a pool), the lowest id
+// among equals so that reads agree.
+func (e *engine) choosePivot(procs []collect.Process) {
+	best, bestBusy := -1, false
+	for i, p := range procs {
+		if _, ok := hostPort(p.Host); !ok || e.own.isOwn(p.Host) {
+			continue
+		}
+		if p.Host == e.pivotHost {
+			return
+		}
+		busy := p.Command != "Sleep"
+		if best < 0 || (busy && !bestBusy) || (busy == bestBusy && p.ID < procs[best].ID) {
+			best, bestBusy = i, busy
+		}
+	}
+	if best < 0 {
+		return // nothing to pivot on: the key stays
+	}
+	port, _ := hostPort(procs[best].Host)
+	e.pivotHost, e.pivotKey = procs[best].Host, capture.PortKey(port)
+}
+
 // followedRate estimates the server's statements per second a 1-in-n
-// sample would follow: its rate times the share of the connections the
-// processlist last listed (on the wire) that the sample would hold.
+// sample would follow: its rate times the share of the application's
+// connections the processlist last listed (on the wire) that the sample
+// would hold.
 func (e *engine) followedRate(n uint16) float64 {
 	e.serverM.Lock()
 	rate := e.queryRate
 	e.serverM.Unlock()
+	s := e.budgetSample(n)
 	wired, held := 0, 0
 	for _, host := range e.hosts {
-		if _, _, err := net.SplitHostPort(host); err == nil {
+		if _, ok := hostPort(host); ok && !e.own.isOwn(host) {
 			wired++
-			if sampledHost(host, n) {
+			if sampledHost(host, s) {
 				held++
 			}
 		}

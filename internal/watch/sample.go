@@ -12,7 +12,7 @@ import (
 )
 
 // connSample follows the connections of a sampled run: the capture keeps
-// those whose client port capture.SampledPort accepts (in the kernel
+// those whose client port the capture.Sample follows (in the kernel
 // filter), and the poller asks the server to leave out the statements of
 // the others. Which connection is which comes from the processlist (HOST
 // ip:port), re-read every second; a connection opened since is not known
@@ -20,7 +20,7 @@ import (
 // it turns out unsampled.
 type connSample struct {
 	mu   sync.Mutex
-	n    uint16          // 1 in n; a CPU budget changes it (set)
+	s    capture.Sample  // a CPU budget changes it (set)
 	in   map[uint64]bool // connections known to be sampled
 	out  map[uint64]bool // connections known not to be sampled
 	list []uint64        // out, sorted; rebuilt when out changed
@@ -30,38 +30,44 @@ type connSample struct {
 	made   bool
 }
 
-func newConnSample(n uint16) *connSample {
-	return &connSample{n: n, in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}}
+func newConnSample(s capture.Sample) *connSample {
+	return &connSample{s: s, in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}}
 }
 
-// on reports whether sampling is on (n > 1).
-func (c *connSample) on() bool { return c != nil && c.get() > 1 }
+// on reports whether sampling is on (connections left out).
+func (c *connSample) on() bool { return c != nil && c.get().On() }
 
-func (c *connSample) get() uint16 {
+func (c *connSample) get() capture.Sample {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return c.s
 }
 
-// set follows 1 in n from now on. Which connections are in or out is not
+// set follows the sample s from now on. Which connections are in or out is not
 // known until the next replace (a processlist read): until then every row
 // is kept, as for a connection just opened.
-func (c *connSample) set(n uint16) {
+func (c *connSample) set(s capture.Sample) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.n = max(n, 1)
+	c.s = capture.Sample{N: max(s.N, 1), Key: s.Key}
 	c.in, c.out, c.made = map[uint64]bool{}, map[uint64]bool{}, false
 	c.closed = map[uint64]time.Time{}
 }
 
-// sampledHost reports whether a processlist HOST (ip:port) is in a 1-in-n sample.
-func sampledHost(host string, n uint16) bool {
+// sampledHost reports whether a processlist HOST (ip:port) is in sample s.
+func sampledHost(host string, s capture.Sample) bool {
+	port, ok := hostPort(host)
+	return ok && s.Follows(port)
+}
+
+// hostPort is the client port of a processlist HOST (ip:port).
+func hostPort(host string) (uint16, bool) {
 	_, p, err := net.SplitHostPort(host)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	port, err := strconv.ParseUint(p, 10, 16)
-	return err == nil && capture.SampledPort(uint16(port), n)
+	return uint16(port), err == nil
 }
 
 // replace takes a processlist read (ids by HOST): the connections it lists
@@ -74,7 +80,7 @@ func (c *connSample) replace(hosts map[uint64]string) { c.replaceAt(hosts, time.
 
 func (c *connSample) replaceAt(hosts map[uint64]string, now time.Time) {
 	n := c.get()
-	if n <= 1 {
+	if !n.On() {
 		return
 	}
 	in, out := map[uint64]bool{}, map[uint64]bool{}
@@ -87,7 +93,7 @@ func (c *connSample) replaceAt(hosts map[uint64]string, now time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n != n {
+	if c.s != n {
 		return // a set came in between: the next read classifies
 	}
 	for id := range c.out {

@@ -13,10 +13,10 @@ import (
 func TestConnSampleFollowsTheProcesslist(t *testing.T) {
 	var off *connSample
 	rows := []collect.ServerStatement{{ConnID: 1}, {ConnID: 2}}
-	if kept, _ := off.keep(rows); off.on() || newConnSample(1).on() || off.skipped() != nil || len(kept) != 2 {
+	if kept, _ := off.keep(rows); off.on() || newConnSample(capture.All).on() || off.skipped() != nil || len(kept) != 2 {
 		t.Fatal("sampling on without --sample > 1")
 	}
-	c := newConnSample(4)
+	c := newConnSample(capture.Sample{N: 4})
 	hosts := map[uint64]string{}
 	var out []uint64
 	for id := uint64(1); id <= 64; id++ {
@@ -77,5 +77,61 @@ func TestStatementRate(t *testing.T) {
 	}
 	if r := statementRate(cur, prev, time.Second); r != 0 { // counters reset (restart)
 		t.Errorf("rate across a reset %v", r)
+	}
+}
+
+// The pivot a budgeted sample is keyed on is an application connection on
+// the wire (not watch's own, not a socket client), a busy one before an
+// idle one, and it stays while the processlist lists it.
+func TestChoosePivot(t *testing.T) {
+	e := &engine{own: newOwnAddrs()}
+	e.own.addrs["127.0.0.1:40010"] = true
+	procs := []collect.Process{
+		{ID: 1, Host: "localhost", Command: "Query"},
+		{ID: 2, Host: "127.0.0.1:40010", Command: "Query"}, // watch's own
+		{ID: 3, Host: "127.0.0.1:40020", Command: "Sleep"},
+		{ID: 4, Host: "127.0.0.1:40030", Command: "Execute"},
+		{ID: 5, Host: "127.0.0.1:40040", Command: "Query"},
+	}
+	e.choosePivot(procs)
+	if e.pivotHost != "127.0.0.1:40030" || e.pivotKey != capture.PortKey(40030) {
+		t.Fatalf("pivot %q key %d, want the busy connection with the lowest id", e.pivotHost, e.pivotKey)
+	}
+	procs[3].Command = "Sleep"
+	e.choosePivot(procs)
+	if e.pivotHost != "127.0.0.1:40030" {
+		t.Fatalf("pivot moved to %q while still listed", e.pivotHost)
+	}
+	e.choosePivot(append(procs[:3:3], procs[4]))
+	if e.pivotHost != "127.0.0.1:40040" || e.pivotKey != capture.PortKey(40040) {
+		t.Fatalf("pivot %q after it closed, want the busy one left", e.pivotHost)
+	}
+	e.choosePivot([]collect.Process{{ID: 1, Host: "localhost"}})
+	if e.pivotHost != "127.0.0.1:40040" {
+		t.Fatal("no candidate: the pivot must stay")
+	}
+}
+
+// A budgeted sample of any depth follows the pivot: the estimate of what
+// it follows never drops to nothing while the pivot is listed.
+func TestBudgetSampleFollowsThePivot(t *testing.T) {
+	e := &engine{own: newOwnAddrs(), queryRate: 8000, hosts: map[uint64]string{}}
+	var procs []collect.Process
+	for id := uint64(1); id <= 8; id++ {
+		host := "127.0.0.1:" + strconv.Itoa(int(41000+2*id))
+		e.hosts[id] = host
+		procs = append(procs, collect.Process{ID: id, Host: host, Command: "Execute"})
+	}
+	e.choosePivot(procs)
+	for n := uint16(2); n <= maxBudgetSample; n *= 2 {
+		if got := e.followedRate(n); got < 1000 {
+			t.Fatalf("1 in %d follows an estimated %.0f statements/s, want at least the pivot's 1000", n, got)
+		}
+		if port, _ := hostPort(e.pivotHost); !e.budgetSample(n).Follows(port) {
+			t.Fatalf("1 in %d leaves the pivot out", n)
+		}
+	}
+	if e.budgetSample(1) != capture.All {
+		t.Error("1 in 1 is not every connection")
 	}
 }
