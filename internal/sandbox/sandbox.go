@@ -164,8 +164,17 @@ func prepareDirs(opts Options) (*Instance, error) {
 			return nil, fmt.Errorf("sandbox: creating temp dir: %w", err)
 		}
 		dir, own = d, true
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("sandbox: creating %s: %w", dir, err)
+	} else {
+		// mariadb-install-db resolves a relative datadir against the
+		// server's basedir (/usr), not the working directory.
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %s: %w", dir, err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("sandbox: creating %s: %w", abs, err)
+		}
+		dir = abs
 	}
 	inst := &Instance{
 		Dir:      dir,

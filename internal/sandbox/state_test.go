@@ -85,3 +85,23 @@ func TestFlavorMySQL(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A relative --dir works: mariadb-install-db would resolve it against the
+// server's basedir (/usr) and fail.
+func TestRelativeDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sandbox test: skipped with -short")
+	}
+	t.Chdir(t.TempDir())
+	inst, err := Start(context.Background(), Options{Dir: "lab", Persistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = StopDir("lab") })
+	if !filepath.IsAbs(inst.DataDir) {
+		t.Errorf("datadir %q is not absolute", inst.DataDir)
+	}
+	if err := StopDir("lab"); err != nil {
+		t.Fatal(err)
+	}
+}
