@@ -19,14 +19,11 @@ cd "$(dirname "$0")/.."
 SETTINGS=${SETTINGS:---sample 1024;--cpu-budget 0;defaults}
 ROUNDS=${ROUNDS:-2}; RATE=${RATE:-600}; THREADS=${THREADS:-8}; SETTLE=${SETTLE:-8}; WINDOW=${WINDOW:-10}
 WORK=$(mktemp -d /tmp/gapscope-bench-cpu.XXXXXX)
+BENCH=bench-watch-cpu
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
+bench_binary
 LAB="$WORK/lab"
-die() { echo "bench-watch-cpu: $*" >&2; exit 1; }
-command -v sysbench >/dev/null || die "sysbench not found (make deps installs it)"
-GAPSCOPE=${GAPSCOPE:-}
-if [ -z "$GAPSCOPE" ]; then
-  go build -o "$WORK/gapscope" ./cmd/gapscope
-  GAPSCOPE="$WORK/gapscope"
-fi
 WATCH_PID=
 cleanup() {
   [ -n "$WATCH_PID" ] && kill -INT "$WATCH_PID" 2>/dev/null || true
@@ -36,10 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$GAPSCOPE" lab up --dir "$LAB" --opt=--performance-schema=ON >"$WORK/up.txt"
-PORT=$(sed -n 's/.*DSN: *root@tcp(127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$WORK/up.txt")
-[ -n "$PORT" ] || die "could not read the sandbox port from: $(cat "$WORK/up.txt")"
-DSN="root@tcp(127.0.0.1:$PORT)/"
+bench_lab --opt=--performance-schema=ON
 SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
     --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS" --rate="$RATE")
 mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"

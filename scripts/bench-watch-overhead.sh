@@ -34,16 +34,11 @@ ROWS=${ROWS:-20000}
 WARMUP=${WARMUP:-3}
 WORK=$(mktemp -d /tmp/gapscope-bench-watch.XXXXXX)
 LAB="$WORK/lab"
-
-die() { echo "bench-watch-overhead: $*" >&2; exit 1; }
-command -v sysbench >/dev/null || die "sysbench not found (make deps installs it)"
+BENCH=bench-watch-overhead
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
 command -v python3 >/dev/null || die "python3 not found"
-
-GAPSCOPE=${GAPSCOPE:-}
-if [ -z "$GAPSCOPE" ]; then
-  go build -o "$WORK/gapscope" ./cmd/gapscope
-  GAPSCOPE="$WORK/gapscope"
-fi
+bench_binary
 
 WATCH_PID=
 cleanup() {
@@ -55,11 +50,7 @@ trap cleanup EXIT
 
 FLUSH=2
 [ "${FSYNC:-0}" = 1 ] && FLUSH=1
-"$GAPSCOPE" lab up --dir "$LAB" --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=$FLUSH >"$WORK/up.txt"
-PORT=$(sed -n 's/.*DSN: *root@tcp(127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$WORK/up.txt")
-[ -n "$PORT" ] || die "could not read the sandbox port from: $(cat "$WORK/up.txt")"
-DSN="root@tcp(127.0.0.1:$PORT)/"
-SERVER_PID=$(cat "$LAB/mysqld.pid")
+bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=$FLUSH
 SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
     --mysql-db=sbtest --tables="$TABLES" --table-size="$ROWS" --threads="$THREADS")
 

@@ -20,13 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SETS=${SETS:-base consumers watch}; ROUNDS=${ROUNDS:-3}; RATE=${RATE:-500}; WINDOW=${WINDOW:-15}
 WORK=$(mktemp -d /tmp/gapscope-bench-server.XXXXXX)
-die() { echo "bench-watch-server: $*" >&2; exit 1; }
-command -v sysbench >/dev/null || die "sysbench not found (make deps installs it)"
-GAPSCOPE=${GAPSCOPE:-}
-if [ -z "$GAPSCOPE" ]; then
-  go build -o "$WORK/gapscope" ./cmd/gapscope
-  GAPSCOPE="$WORK/gapscope"
-fi
+BENCH=bench-watch-server
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
+bench_binary
 WATCH_PID=
 cleanup() {
   [ -n "$WATCH_PID" ] && kill -INT "$WATCH_PID" 2>/dev/null || true
@@ -35,11 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$GAPSCOPE" lab up --dir "$WORK/lab" --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 >"$WORK/up.txt"
-PORT=$(sed -n 's/.*DSN: *root@tcp(127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$WORK/up.txt")
-[ -n "$PORT" ] || die "could not read the sandbox port from: $(cat "$WORK/up.txt")"
-DSN="root@tcp(127.0.0.1:$PORT)/"
-SERVER_PID=$(cat "$WORK/lab/mysqld.pid")
+bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2
 M=(mariadb -h 127.0.0.1 -P "$PORT" -u root -N)
 SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
     --mysql-db=sbtest --tables=4 --table-size=20000 --threads=8 --rate="$RATE")

@@ -1,0 +1,25 @@
+# Shared by the watch benchmark scripts (sourced): set BENCH (the script's
+# name, for messages) and WORK (its temp dir) first.
+
+die() { echo "$BENCH: $*" >&2; exit 1; }
+
+# bench_binary sets GAPSCOPE: the binary given, or one built into WORK.
+bench_binary() {
+  command -v sysbench >/dev/null || die "sysbench not found (make deps installs it)"
+  GAPSCOPE=${GAPSCOPE:-}
+  if [ -z "$GAPSCOPE" ]; then
+    go build -o "$WORK/gapscope" ./cmd/gapscope
+    GAPSCOPE="$WORK/gapscope"
+  fi
+}
+
+# bench_lab OPTION...: starts a sandbox in WORK/lab with the given `lab up`
+# options and sets LAB, PORT, DSN and SERVER_PID.
+bench_lab() {
+  LAB="$WORK/lab"
+  "$GAPSCOPE" lab up --dir "$LAB" "$@" >"$WORK/up.txt"
+  PORT=$(sed -n 's/.*DSN: *root@tcp(127\.0\.0\.1:\([0-9]*\)).*/\1/p' "$WORK/up.txt")
+  [ -n "$PORT" ] || die "could not read the sandbox port from: $(cat "$WORK/up.txt")"
+  DSN="root@tcp(127.0.0.1:$PORT)/"
+  SERVER_PID=$(cat "$LAB/mysqld.pid")
+}
