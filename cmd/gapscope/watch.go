@@ -173,6 +173,9 @@ func writeOwnCost(out io.Writer, o watch.OwnCost) {
 		fmt.Fprintf(out, " (budget %g%%", 100*o.Budget)
 		if n := len(o.Steps); n > 0 {
 			fmt.Fprintf(out, "; following 1 in %d connections at the end", o.Steps[n-1].Sample)
+			if o.AppConns > 0 {
+				fmt.Fprintf(out, ": %d of %d", o.FollowedConns, o.AppConns)
+			}
 		}
 		fmt.Fprint(out, ")")
 	}

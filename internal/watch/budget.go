@@ -33,6 +33,11 @@ type OwnCost struct {
 	// Budget is the CPU budget the run kept to (0: none).
 	Budget float64      `json:"budget,omitempty"`
 	Steps  []SampleStep `json:"sample_steps,omitempty"`
+	// FollowedConns of AppConns: the application's connections on the
+	// wire that the processlist last listed, and how many of them the
+	// sample followed at the end ("1 in 512" says little with 8).
+	FollowedConns int `json:"followed_conns,omitempty"`
+	AppConns      int `json:"app_conns,omitempty"`
 }
 
 // ownCPU is the CPU time this process used so far (user + system).

@@ -470,6 +470,9 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	}
 	if e.gov != nil {
 		o.Budget, o.Steps = e.gov.budget, e.gov.steps
+		if e.live != nil {
+			o.FollowedConns, o.AppConns = e.followedConns(e.live.Sample())
+		}
 	}
 	return o
 }

@@ -350,8 +350,16 @@ func (e *engine) followedRate(n uint16) float64 {
 	e.serverM.Lock()
 	rate := e.queryRate
 	e.serverM.Unlock()
-	s := e.budgetSample(n)
-	wired, held := 0, 0
+	held, wired := e.followedConns(e.budgetSample(n))
+	if wired == 0 {
+		return rate / float64(n)
+	}
+	return rate * float64(held) / float64(wired)
+}
+
+// followedConns counts the application's connections on the wire (not
+// watch's own) that the processlist last listed, and those s follows.
+func (e *engine) followedConns(s capture.Sample) (held, wired int) {
 	for _, host := range e.hosts {
 		if _, ok := hostPort(host); ok && !e.own.isOwn(host) {
 			wired++
@@ -360,10 +368,7 @@ func (e *engine) followedRate(n uint16) float64 {
 			}
 		}
 	}
-	if wired == 0 {
-		return rate / float64(n)
-	}
-	return rate * float64(held) / float64(wired)
+	return held, wired
 }
 
 // statementRate is the server's statements per second between two status

@@ -131,6 +131,9 @@ func TestBudgetSampleFollowsThePivot(t *testing.T) {
 			t.Fatalf("1 in %d leaves the pivot out", n)
 		}
 	}
+	if held, wired := e.followedConns(e.budgetSample(maxBudgetSample)); held < 1 || wired != 8 {
+		t.Errorf("the deepest sample follows %d of %d connections, want at least 1 of 8", held, wired)
+	}
 	if e.budgetSample(1) != capture.All {
 		t.Error("1 in 1 is not every connection")
 	}
