@@ -81,7 +81,7 @@ degrades to what it can measure and says so in the notes.`,
 	fl.BoolVar(&f.plans, "plans", false, "catch the live plan of statements slower than --plans-threshold and report PLAN_FLIP")
 	fl.DurationVar(&f.plansThreshold, "plans-threshold", time.Second, "with --plans: a statement running this long is slow")
 	fl.IntVar(&f.ringMB, "ring-mb", 32, "kernel capture ring in MiB (raise it if the final report shows kernel drops)")
-	fl.Float64Var(&f.cpuBudget, "cpu-budget", 100*watch.DefaultCPUBudget, "keep watch's own CPU under this percentage of the host's CPUs: on a server too busy for that it follows 1 in 2, 4, 8... connections (by client port) and says so; 0: follow every connection whatever it costs")
+	fl.Float64Var(&f.cpuBudget, "cpu-budget", 100*watch.DefaultCPUBudget, "keep watch's own CPU under this percentage of the host's CPUs: on a server too busy for that it follows 1 in 2, 4, 8... connections (by client port, always at least one busy connection) and says so; 0: follow every connection whatever it costs")
 	fl.Uint16Var(&f.sample, "sample", 1, "follow a fixed 1 in N connections (chosen by a hash of the client port) instead of letting --cpu-budget choose; 1: all, as the budget allows")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gapscope itself to this file (to measure its cost)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
