@@ -193,10 +193,6 @@ func PortKey(port uint16) uint32 { return portHash(port) }
 
 func portHash(port uint16) uint32 { return uint32(port) * portHashMul >> portHashShift }
 
-// SampledPort reports whether a connection from client port is in the
-// 1-in-n sample of Key 0.
-func SampledPort(port, n uint16) bool { return Sample{N: n}.Follows(port) }
-
 // A multiplicative hash (Knuth's golden-ratio constant, 32-bit): adjacent
 // ports land in different buckets.
 const (

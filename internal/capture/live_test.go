@@ -268,7 +268,7 @@ func TestLiveSetSample(t *testing.T) {
 		for _, p := range ports {
 			if seen[p] {
 				got++
-				if SampledPort(p, n) {
+				if (Sample{N: n}).Follows(p) {
 					sampled++
 				}
 			}
@@ -281,7 +281,7 @@ func TestLiveSetSample(t *testing.T) {
 	quarter := echoes(32)
 	want := 0
 	for _, p := range quarter {
-		if SampledPort(p, 4) {
+		if (Sample{N: 4}).Follows(p) {
 			want++
 		}
 	}

@@ -500,7 +500,7 @@ func checkSpans(t *testing.T, s *event.Statement, want []event.Span) {
 func sampledPorts(t *testing.T, n uint16) (in, out uint16) {
 	t.Helper()
 	for p := uint16(40000); p < 41000 && (in == 0 || out == 0); p += 2 {
-		if SampledPort(p, n) {
+		if (Sample{N: n}).Follows(p) {
 			in = max(in, p)
 		} else {
 			out = max(out, p)

@@ -40,7 +40,7 @@ func DetectServer(ctx context.Context, db queryer) (ServerInfo, error) {
 	info.ExtraPort = atoiOr(vars["extra_port"], 0)
 	info.HistorySize = atoiOr(vars["performance_schema_events_statements_history_size"], -1)
 	info.HistoryLongSize = atoiOr(vars["performance_schema_events_statements_history_long_size"], -1)
-	if st, err := statusLike(ctx, db, []string{"Uptime"}); err == nil {
+	if st, err := GlobalStatusOf(ctx, db, "Uptime"); err == nil {
 		info.UptimeS = int64(atoiOr(st["Uptime"], 0))
 	}
 	info.ThreadPoolTables = tableExists(ctx, db, "information_schema", "THREAD_POOL_GROUPS")
@@ -122,13 +122,10 @@ func variablesLike(ctx context.Context, db queryer, names []string) (map[string]
 }
 
 // GlobalStatusOf returns only the named status variables. A full SHOW
-// GLOBAL STATUS builds ~500 rows: measured under sysbench on MariaDB 10.11,
-// 6.5-8.6 ms of server time per read against 0.5 ms for one variable.
+// GLOBAL STATUS builds ~500 rows: under sysbench on MariaDB 10.11 it took
+// 6.5-8.6 ms of server time per read, three variables 0.7-1.5 ms
+// (scripts/bench-watch-server.sh with DIGESTS=1).
 func GlobalStatusOf(ctx context.Context, db queryer, names ...string) (map[string]string, error) {
-	return statusLike(ctx, db, names)
-}
-
-func statusLike(ctx context.Context, db queryer, names []string) (map[string]string, error) {
 	return readPairs(ctx, db, Mark+" SHOW GLOBAL STATUS WHERE Variable_name IN ("+quoteList(names)+")", "global status")
 }
 

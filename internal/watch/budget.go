@@ -178,9 +178,8 @@ func startSample(budget float64, cpus int, followed func(n uint16) float64) uint
 // rate says following 1 in cur would cost farOver budgets or more: a load
 // that starts after watch (or jumps) would otherwise be followed in full
 // until windows over budget cut it, at most maxCutFactor per step and
-// settleAfterCut windows apart (measured: 4-7 s of full capture at the
-// start of a sysbench run). It never follows more; the measured windows
-// decide that.
+// settleAfterCut windows apart. It never follows more; the measured
+// windows decide that.
 func (g *governor) feedForward(cur uint16, followed func(n uint16) float64) uint16 {
 	return rateSample(cur, farOver*g.budget, g.budget, g.cpus, followed)
 }
@@ -202,6 +201,12 @@ func rateSample(cur uint16, over, budget float64, cpus int, followed func(n uint
 		n /= 2
 	}
 	return uint16(max(n, uint32(cur)))
+}
+
+// rekey records a change of the sample's key at the same 1 in n (the
+// connection the key came from went away).
+func (g *governor) rekey(now time.Time, n uint16) {
+	g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, Key: g.key})
 }
 
 // start records the sample a run starts with (when not all connections).
@@ -249,7 +254,7 @@ func (g *governor) note(startUS, endUS int64) string {
 		if len(g.steps) > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "watch stayed over its budget: following fewer connections would have left no connection, or under %d statements/s, to follow", minFollowed)
+		fmt.Fprintf(&b, "watch stayed over its budget: following fewer connections would have left under %d statements/s to follow", minFollowed)
 	}
 	return b.String()
 }

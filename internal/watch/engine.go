@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -48,6 +47,10 @@ type engine struct {
 	sample    *connSample
 	procs     collect.ProcesslistReader // poller goroutine only (and connect, before it)
 	hosts     map[uint64]string         // the last processlist read: HOST by id (same goroutines)
+	// appPorts are the client ports of the application's connections on
+	// the wire (not watch's own) in that read: what the governor's
+	// estimates count, for every sample it weighs.
+	appPorts []uint16
 	// pivotHost is the connection a budgeted sample is keyed on
 	// (choosePivot), pivotKey its key.
 	pivotHost string
@@ -253,16 +256,27 @@ func (e *engine) mapExistingConns(ctx context.Context) {
 		e.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
 		return
 	}
-	e.choosePivot(procs)
-	hosts := make(map[uint64]string, len(procs))
+	e.learnConns(procs)
 	for _, p := range procs {
-		hosts[p.ID] = p.Host // sockets and background threads: never sampled
-		if _, _, err := net.SplitHostPort(p.Host); err == nil {
+		if _, ok := hostPort(p.Host); ok {
 			e.joiner.MapConn(p.Host, p.ID)
 		}
 	}
-	e.hosts = hosts
-	e.sample.replace(hosts)
+	e.sample.replace(e.hosts)
+}
+
+// learnConns keeps what the sampling needs of a processlist read: HOST by
+// id, the application's client ports on the wire, and the pivot.
+func (e *engine) learnConns(procs []collect.Process) {
+	e.choosePivot(procs)
+	e.hosts = make(map[uint64]string, len(procs))
+	e.appPorts = e.appPorts[:0]
+	for _, p := range procs {
+		e.hosts[p.ID] = p.Host // sockets and background threads: never sampled
+		if port, ok := hostPort(p.Host); ok && !e.own.isOwn(p.Host) {
+			e.appPorts = append(e.appPorts, port)
+		}
+	}
 }
 
 // startCapture opens the live capture; without permission it degrades to

@@ -291,7 +291,7 @@ func (e *engine) govern() {
 		return
 	}
 	if next.N == cur.N { // the pivot connection went: the same share, other connections
-		e.gov.steps = append(e.gov.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next.N, Key: next.Key})
+		e.gov.rekey(now, next.N)
 	}
 	if err := e.live.SetSample(next); err != nil {
 		if !errors.Is(err, capture.ErrStopped) {
@@ -357,18 +357,15 @@ func (e *engine) followedRate(n uint16) float64 {
 	return rate * float64(held) / float64(wired)
 }
 
-// followedConns counts the application's connections on the wire (not
-// watch's own) that the processlist last listed, and those s follows.
+// followedConns counts the application's connections on the wire that
+// the processlist last listed, and those s follows.
 func (e *engine) followedConns(s capture.Sample) (held, wired int) {
-	for _, host := range e.hosts {
-		if _, ok := hostPort(host); ok && !e.own.isOwn(host) {
-			wired++
-			if sampledHost(host, s) {
-				held++
-			}
+	for _, port := range e.appPorts {
+		if s.Follows(port) {
+			held++
 		}
 	}
-	return held, wired
+	return held, len(e.appPorts)
 }
 
 // statementRate is the server's statements per second between two status

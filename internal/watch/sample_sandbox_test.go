@@ -14,7 +14,7 @@ import (
 
 // TestSampledSysbench runs sysbench on 16 connections under watch with
 // --sample 2: the statements reported come from the connections whose
-// client port SampledPort accepts, and only from them, and are joined as
+// client port the sample follows, and only from them, and are joined as
 // a full run's are.
 func TestSampledSysbench(t *testing.T) {
 	inst, opts, ctx := sysbenchServer(t, 16, 8*time.Second)
@@ -39,7 +39,7 @@ func TestSampledSysbench(t *testing.T) {
 		t.Fatalf("statements of %d connections under --sample 2 (16 ran)", len(ports))
 	}
 	for port, n := range ports {
-		if !capture.SampledPort(port, 2) {
+		if !(capture.Sample{N: 2}).Follows(port) {
 			t.Errorf("%d statements of unsampled client port %d", n, port)
 		}
 	}

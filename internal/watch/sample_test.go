@@ -22,7 +22,7 @@ func TestConnSampleFollowsTheProcesslist(t *testing.T) {
 	for id := uint64(1); id <= 64; id++ {
 		port := uint16(40000 + 2*id)
 		hosts[id] = "127.0.0.1:" + strconv.Itoa(int(port))
-		if !capture.SampledPort(port, 4) {
+		if !(capture.Sample{N: 4}).Follows(port) {
 			out = append(out, id)
 		}
 	}
@@ -115,14 +115,13 @@ func TestChoosePivot(t *testing.T) {
 // A budgeted sample of any depth follows the pivot: the estimate of what
 // it follows never drops to nothing while the pivot is listed.
 func TestBudgetSampleFollowsThePivot(t *testing.T) {
-	e := &engine{own: newOwnAddrs(), queryRate: 8000, hosts: map[uint64]string{}}
-	var procs []collect.Process
+	e := &engine{own: newOwnAddrs(), queryRate: 8000}
+	e.own.addrs["127.0.0.1:40000"] = true
+	procs := []collect.Process{{ID: 99, Host: "127.0.0.1:40000", Command: "Query"}} // watch's own: not counted
 	for id := uint64(1); id <= 8; id++ {
-		host := "127.0.0.1:" + strconv.Itoa(int(41000+2*id))
-		e.hosts[id] = host
-		procs = append(procs, collect.Process{ID: id, Host: host, Command: "Execute"})
+		procs = append(procs, collect.Process{ID: id, Host: "127.0.0.1:" + strconv.Itoa(int(41000+2*id)), Command: "Execute"})
 	}
-	e.choosePivot(procs)
+	e.learnConns(procs)
 	for n := uint16(2); n <= maxBudgetSample; n *= 2 {
 		if got := e.followedRate(n); got < 1000 {
 			t.Fatalf("1 in %d follows an estimated %.0f statements/s, want at least the pivot's 1000", n, got)

@@ -41,7 +41,7 @@ type Options struct {
 	// RingMB is the kernel capture ring's size (0: capture's default).
 	RingMB int
 	// Sample > 1 follows only 1 in Sample connections (client port
-	// hash chosen by capture.SampledPort): capture, server reads and joins all shrink with
+	// hash chosen by capture.Sample): capture, server reads and joins all shrink with
 	// it. 0 or 1: every connection.
 	Sample uint16
 	// CPUBudget bounds watch's own CPU (user + system, all threads) as a
