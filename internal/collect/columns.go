@@ -87,6 +87,10 @@ type field[R any] struct {
 	name     string
 	optional bool
 	set      func(r *R, v []byte)
+	// setStr, when set instead of set, stores a text value that repeats
+	// from row to row (event names, digests, schemas): decodeRow hands it
+	// an interned string, one allocation per distinct value, not per row.
+	setStr func(r *R, s string)
 	// prefix, when > 0, reads only the column's first prefix characters
 	// (LEFT(col, prefix)): less for the server to send and for us to parse.
 	prefix int
@@ -123,13 +127,45 @@ func selectList[R any](cols Columns, table string, want []field[R]) ([]field[R],
 	return have, strings.Join(names, ", "), nil
 }
 
-// decodeRow stores one row's raw values (nil for NULL) into r.
-func decodeRow[R any](fields []field[R], vals [][]byte, r *R) {
+// decodeRow stores one row's raw values (nil for NULL) into r, interning
+// the values of setStr fields in in (nil: a new string each time).
+func decodeRow[R any](fields []field[R], vals [][]byte, r *R, in *interner) {
 	for i, f := range fields {
-		if i < len(vals) && vals[i] != nil {
+		if i >= len(vals) || vals[i] == nil {
+			continue
+		}
+		if f.setStr != nil {
+			f.setStr(r, in.str(vals[i]))
+		} else {
 			f.set(r, vals[i])
 		}
 	}
+}
+
+// interner hands out one string per distinct value of the columns whose
+// values repeat, so that a reader polling thousands of rows a second does
+// not allocate (and collect) the same digest text thousands of times. It
+// holds at most internMax values: when full it starts over, so a server
+// with endless distinct values costs what it did without it.
+type interner struct {
+	m map[string]string
+}
+
+const internMax = 4096
+
+func (in *interner) str(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	if in.m == nil || len(in.m) >= internMax {
+		in.m = make(map[string]string, 256)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
 }
 
 // Text-value parsers: the driver hands us column text; bad numbers read as 0

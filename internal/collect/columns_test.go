@@ -3,8 +3,10 @@ package collect
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func loadFixture(t *testing.T, name string) Columns {
@@ -102,7 +104,7 @@ func TestDecodeStatementRowMySQL80(t *testing.T) {
 		}
 	}
 	var s ServerStatement
-	decodeRow(fields, row, &s)
+	decodeRow(fields, row, &s, nil)
 	if s.ThreadID != 48 || s.EventID != 12 || s.EndEventID != 20 || s.TimerWait != 78475000 ||
 		s.SQLText != vals["SQL_TEXT"] || s.RowsSent != 1 || s.CPUTimePS != 51000000 || s.LockTimePS != 1000000 || len(s.Digest) != 64 {
 		t.Errorf("decoded %+v", s)
@@ -115,5 +117,29 @@ func TestDecodeStatementRowMySQL80(t *testing.T) {
 func TestParseColumnsRejectsGarbage(t *testing.T) {
 	if _, err := ParseColumns(strings.NewReader("no colon here\n")); err == nil {
 		t.Error("want an error for a line without a table")
+	}
+}
+
+// TestInternerReusesRepeatedValues: a repeated value costs no allocation
+// and comes back as the same string; the table stays bounded.
+func TestInternerReusesRepeatedValues(t *testing.T) {
+	var in interner
+	digest := []byte("SELECT `c` FROM `sbtest1` WHERE `id` = ?")
+	first := in.str(digest)
+	if allocs := testing.AllocsPerRun(100, func() { _ = in.str(digest) }); allocs != 0 {
+		t.Errorf("%v allocations per repeated value, want 0", allocs)
+	}
+	if again := in.str(digest); unsafe.StringData(again) != unsafe.StringData(first) || again != string(digest) {
+		t.Error("a repeated value came back as another string")
+	}
+	for i := range 2 * internMax {
+		in.str([]byte(strconv.Itoa(i)))
+	}
+	if len(in.m) > internMax {
+		t.Errorf("interner holds %d values, bound %d", len(in.m), internMax)
+	}
+	var none *interner
+	if none.str(digest) != string(digest) {
+		t.Error("a nil interner does not copy the value")
 	}
 }

@@ -78,7 +78,7 @@ func Digests(ctx context.Context, db queryer) ([]Digest, error) {
 			vals[i] = b
 		}
 		var d Digest
-		decodeRow(fields, vals, &d)
+		decodeRow(fields, vals, &d, nil)
 		if !isOwnDigest(d.DigestText) {
 			out = append(out, d)
 		}

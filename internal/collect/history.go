@@ -38,6 +38,10 @@ type historyReader[R any] struct {
 	ring    *ringCursor
 	checkAt int // len(ring.marks) at which ended threads are next looked for
 	stats   CursorStats
+	// buf holds the rows of the last read (reused: read copies out the
+	// new ones); intern the repeating values of its text columns.
+	buf    []R
+	intern interner
 }
 
 // CursorStats describes what a history cursor has read.
@@ -58,6 +62,10 @@ type CursorStats struct {
 	SlackUS   int64 `json:"slack_us"`
 	MaxLateUS int64 `json:"max_late_us"`
 }
+
+// keepRowsMax bounds the row buffer a reader keeps between reads (a
+// whole-table read of a 100k-row ring is not held on to).
+const keepRowsMax = 16384
 
 // markCheckMin is the number of remembered threads below which an
 // incremental reader does not look for ended threads.
@@ -287,7 +295,8 @@ func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([
 	for i := range raw {
 		dest[i] = &raw[i]
 	}
-	var out []R
+	out := h.buf[:0]
+	var zero R
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
@@ -295,9 +304,12 @@ func (h *historyReader[R]) readAll(ctx context.Context, db queryer, q string) ([
 		for i, b := range raw {
 			vals[i] = b // nil for NULL
 		}
-		var r R
-		decodeRow(h.fields, vals, &r)
-		out = append(out, r)
+		out = append(out, zero)
+		decodeRow(h.fields, vals, &out[len(out)-1], &h.intern)
+	}
+	h.buf = nil
+	if cap(out) <= keepRowsMax {
+		h.buf = out
 	}
 	return out, rows.Err()
 }
