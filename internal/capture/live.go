@@ -42,11 +42,18 @@ const (
 	ringBlockSize = 1 << 20
 	ringFrameSize = 1 << 16
 	batchBytes    = 1 << 20
-	flushAfter    = 20 * time.Millisecond // most a packet waits in a batch
+	flushAfter    = 100 * time.Millisecond // most a packet waits in a batch
 	// blockTimeout is how long the kernel fills a block before it hands
 	// it over partly full. Each handover wakes the capture goroutine: at
-	// a trickle (a sampled capture), every blockTimeout.
-	blockTimeout = 20 * time.Millisecond
+	// a trickle (a sampled capture), every blockTimeout. Waking a Go
+	// process from idle costs more than the wake itself: the runtime's
+	// monitor thread then polls every 20 µs for a millisecond (a large
+	// share of watch's CPU in `perf record -g -p` profiles under a saturating
+	// sysbench with 20 ms; scripts/bench-watch-cpu.sh RATE=0 shows the
+	// context switches). Packets carry the kernel's timestamps, and
+	// the joiner waits seconds for the server's rows: 100 ms late costs
+	// nothing but memory (a 1 MiB block at most).
+	blockTimeout = 100 * time.Millisecond
 	idleWait     = 500 * time.Millisecond // longest wait for the ring (a stop interrupts it)
 )
 

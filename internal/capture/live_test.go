@@ -258,7 +258,7 @@ func TestLiveSetSample(t *testing.T) {
 			}
 			c.Close()
 		}
-		time.Sleep(200 * time.Millisecond) // blocks are handed over within blockTimeout, batches within flushAfter
+		time.Sleep(blockTimeout + flushAfter + 200*time.Millisecond) // blocks are handed over within blockTimeout, batches within flushAfter
 		return ports
 	}
 	// count returns how many of ports were seen, and how many of those the sample n accepts.
