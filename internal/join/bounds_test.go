@@ -1,6 +1,7 @@
 package join
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +103,79 @@ func TestJoinHoldIsBounded(t *testing.T) {
 	j.Flush(1_010_000)
 	if len(rec.out) != 10 || j.holding {
 		t.Fatalf("after LearnWait: emitted %d of 10, holding=%v", len(rec.out), j.holding)
+	}
+}
+
+// A client sends its next query a few µs after the answer, within the
+// calibration error: that query's first row starts "before" the answer as
+// far as the error can tell. It is not a second statement of the UPDATE
+// (one statement, no ';'), and when the next query is already on the wire
+// it is that query's, multi-statement or not.
+func TestJoinNextQueryRightAfterTheAnswer(t *testing.T) {
+	for _, rowsFirst := range []bool{false, true} {
+		for _, first := range []string{"UPDATE t SET v = v + ? WHERE id = ?", "SELECT ?; UPDATE t SET v = ?"} {
+			rec := newRecorder(t)
+			j := New(Options{CalibrationErrorUS: 100}, rec.emit)
+			a := answered(1, first, 0, 100, 100)
+			b := answered(1, "SET @a = ?; DO SLEEP(?)", 105, 50_000, 50_000)
+			rows := []collect.ServerStatement{row(1, "statement/sql/update", "UPDATE t SET v = v + 1 WHERE id = 1", 10, 95),
+				row(1, "statement/sql/set_option", "SET @a = 1; DO SLEEP(0.05)", 150, 200),
+				row(1, "statement/sql/do", "DO SLEEP(0.05)", 210, 49_900)}
+			if strings.HasPrefix(first, "SELECT") {
+				rows[0] = row(1, "statement/sql/select", "SELECT 1; UPDATE t SET v = 2", 10, 95)
+			}
+			if rowsFirst {
+				j.AddServer(rows, 0)
+				j.AddWire(a, 0)
+				j.AddWire(b, 0)
+			} else {
+				j.AddWire(a, 0)
+				j.AddWire(b, 0)
+				j.AddServer(rows, 0)
+			}
+			if rowsFirst && strings.HasPrefix(first, "SELECT") {
+				// A multi-statement query with nothing after it on the wire
+				// yet: the row may be its second statement (the error allows
+				// it). What must hold is that nothing is lost or doubled.
+				if st := j.Stats(); st.Joined+st.UnjoinedWire+int64(j.Pending()) < 2 {
+					t.Fatalf("%q rowsFirst: stats %+v", first, st)
+				}
+				continue
+			}
+			if !a.Joined || !b.Joined || b.ServerUS != (200-150)+(49_900-210) {
+				t.Fatalf("%q rowsFirst=%v: a joined=%v, b joined=%v server=%d; stats %+v", first, rowsFirst, a.Joined, b.Joined, b.ServerUS, j.Stats())
+			}
+		}
+	}
+}
+
+// A short-lived connection's rows are read after it ended (no connection
+// id) and before its wire statements arrive. Another connection, closed
+// long before, still has its COM_QUIT pending (no answer bounds it): the
+// quit must not claim the thread, whose rows are the later connection's.
+func TestJoinOldQuitDoesNotClaimAnEndedThread(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+	oldQuit := wire(3, "COM_QUIT", "", 1_000, 0)
+	j.AddWire(oldQuit, 0)
+	anon := func(name, text string, start, end int64) collect.ServerStatement {
+		r := row(0, name, text, start, end)
+		r.ThreadID = 50
+		return r
+	}
+	j.AddServer([]collect.ServerStatement{
+		anon("statement/sql/select", "SELECT 'after restart'", 2_000_100, 2_000_200),
+		anon("statement/com/Quit", "", 2_000_300, 2_000_310),
+	}, 0)
+	q := answered(5, "SELECT ?", 2_000_050, 2_000_190, 2_000_190)
+	quit := wire(5, "COM_QUIT", "", 2_000_280, 0)
+	j.AddWire(q, 0)
+	j.AddWire(quit, 0)
+	j.FlushAll()
+	if !q.Joined || q.ConnID != 5 {
+		t.Fatalf("the later connection's query joined=%v; stats %+v", q.Joined, j.Stats())
+	}
+	if oldQuit.Joined {
+		t.Fatalf("the old connection's COM_QUIT took a row of a thread that started 2 s after it")
 	}
 }

@@ -89,6 +89,16 @@ func multiStatement(cmd string) bool {
 	return !known && cmd != "COM_STMT_EXECUTE"
 }
 
+// mayHoldMore reports whether a query's wire text can hold more than one
+// statement: a ';' before its end, or no text to tell (TLS). Without the
+// check, a row that started within the calibration error of the answer
+// passed for a second statement of a single-statement query (an UPDATE
+// took the next query's row when the client sent it a few µs after the
+// answer: TestJoinRealServer, one run in ten).
+func mayHoldMore(sql string) bool {
+	return sql == "" || strings.Contains(strings.TrimRight(sql, "; \t\r\n"), ";")
+}
+
 // textCompatible compares the leading keyword of the wire text and the
 // server's SQL_TEXT. The wire text is usually redacted (literals replaced)
 // and the server's digest uses another normalisation, so a full comparison

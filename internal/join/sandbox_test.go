@@ -336,6 +336,12 @@ func TestJoinRealServer(t *testing.T) {
 		}
 		st := j.Stats()
 		if len(rec.out) != len(copies) || st.Joined != int64(len(copies)) || st.UnmatchedServer != 0 || st.Merged != 1 {
+			for _, w := range copies {
+				t.Logf("wire: %s %q req %d..%d resp %d..%d joined %v server %d", w.Cmd, w.SQL, w.TReqFirst, w.TReqLast, w.TRespFirst, w.TRespLast, w.Joined, w.ServerUS)
+			}
+			for _, r := range rows {
+				t.Logf("row: %s %q %d..%d", r.EventName, r.SQLText, r.StartUS, r.EndUS)
+			}
 			t.Fatalf("serverFirst=%v: emitted %d, stats %+v", serverFirst, len(rec.out), st)
 		}
 		// The server cannot start a statement before the client sent it:

@@ -24,7 +24,19 @@ func (j *Joiner) connOfThread(r *collect.ServerStatement) uint64 {
 		if c.wires.len() == 0 {
 			continue
 		}
-		if k, fit := j.bestWire(c, r); k < 0 || fit > j.fitTolUS {
+		k, fit := j.bestWire(c, r)
+		if k >= 0 && answerStart(c, k) >= noEnd {
+			// Nothing bounds that wire statement yet: a command without a
+			// response, last on its connection (a COM_QUIT always is),
+			// which bestWire fits to any later row. The server starts such
+			// a command as it reads it: the later the row starts after the
+			// request, the weaker the evidence that the thread was this
+			// connection's. Unpenalised, the COM_QUIT of a connection that
+			// had closed claimed the thread of a later short-lived
+			// connection, and with it that connection's rows.
+			fit += max(r.StartUS-c.wires.at(k).s.TReqLast, 0)
+		}
+		if k < 0 || fit > j.fitTolUS {
 			continue
 		}
 		if found != 0 {
