@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -76,7 +77,7 @@ degrades to what it can measure and says so in the notes.`,
 	fl.StringVar(&f.format, "format", "text", "final report: text or json")
 	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals (default: redacted)")
 	fl.BoolVar(&f.noCapture, "no-capture", false, "do not capture: server-side times only")
-	fl.BoolVar(&f.enableConsumers, "enable-consumers", false, "turn on the performance_schema consumers watch needs for this run (restored on exit)")
+	fl.BoolVar(&f.enableConsumers, "enable-consumers", false, "turn on the performance_schema consumers watch needs for this run and, while it follows only some connections, turn the others' statement history off (threads.HISTORY: their digests and summaries still count); all restored on exit")
 	fl.BoolVar(&f.noLive, "no-live", false, "no live view, only the final report")
 	fl.BoolVar(&f.plans, "plans", false, "catch the live plan of statements slower than --plans-threshold and report PLAN_FLIP")
 	fl.DurationVar(&f.plansThreshold, "plans-threshold", time.Second, "with --plans: a statement running this long is slow")
@@ -141,6 +142,9 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		opts.Live = out
 	} else {
 		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", collect.RedactDSN(f.dsn))
+	}
+	if os.Getenv("GOMAXPROCS") == "" && opts.Sample <= 1 { // the user's setting wins
+		runtime.GOMAXPROCS(watch.BudgetProcs(opts.CPUBudget, runtime.NumCPU()))
 	}
 	res, err := watch.Run(ctx, opts)
 	if cerr := outs.close(res); err == nil {

@@ -178,3 +178,17 @@ func TestGovernorCutsWhenTheRateJumps(t *testing.T) {
 		t.Errorf("feed-forward at 1 in 16: %d", next)
 	}
 }
+
+func TestBudgetProcs(t *testing.T) {
+	for _, c := range []struct {
+		budget float64
+		cpus   int
+		want   int
+	}{
+		{0.01, 2, 1}, {0.01, 49, 1}, {0.01, 64, 2}, {0.25, 8, 4}, {1, 8, 8}, {0, 16, 16}, {0.01, 1, 1}, {0.01, 0, 1},
+	} {
+		if got := BudgetProcs(c.budget, c.cpus); got != c.want {
+			t.Errorf("BudgetProcs(%g, %d) = %d, want %d", c.budget, c.cpus, got, c.want)
+		}
+	}
+}

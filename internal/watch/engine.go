@@ -61,6 +61,7 @@ type engine struct {
 	// sampleReadAt is when a sampled poll last re-read the processlist
 	// (poller goroutine only).
 	sampleReadAt time.Time
+	trim         historyTrim // poller goroutine only (and connect, before it)
 	// link belongs to the poller goroutine; startedAt (the server's start,
 	// Unix seconds, to tell a restart from a lost connection) is guarded by
 	// serverM.
@@ -238,10 +239,37 @@ func (e *engine) prepareConsumers(ctx context.Context) string {
 }
 
 func (e *engine) restoreSettings() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.trim.restore(ctx, e.db)
 	if e.restore != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
 		e.restore(ctx)
+	}
+}
+
+// trimHistory keeps the server's statement history to the connections the
+// sample follows (historyTrim), when watch may change the server's
+// performance_schema settings (--enable-consumers) and reads the history.
+// Watch's own connections keep theirs: the clock's marker is read there.
+func (e *engine) trimHistory(ctx context.Context) {
+	if !e.opts.EnableConsumers || e.cursor == nil {
+		return
+	}
+	out := map[uint64]bool{}
+	for _, id := range e.sample.skipped() {
+		if host, open := e.hosts[id]; open && !e.own.isOwn(host) {
+			out[id] = true
+		}
+	}
+	open := func(id uint64) bool { _, ok := e.hosts[id]; return ok }
+	if err := e.trim.sync(ctx, e.db, out, open); err != nil {
+		if ctx.Err() == nil {
+			e.notes.add("could not keep the statement history to the followed connections (%v): every connection's statements fill the history ring, so fewer of the followed ones join", err)
+		}
+		return
+	}
+	if e.trim.active() {
+		e.notes.add("kept the statement history to the followed connections while sampling (performance_schema.threads.HISTORY off for the others; digests and summaries still count every statement); restored on exit")
 	}
 }
 
@@ -263,6 +291,7 @@ func (e *engine) mapExistingConns(ctx context.Context) {
 		}
 	}
 	e.sample.replace(e.hosts)
+	e.trimHistory(ctx)
 }
 
 // learnConns keeps what the sampling needs of a processlist read: HOST by
@@ -401,14 +430,18 @@ func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 func (e *engine) loop(ctx context.Context) {
 	flush := time.NewTicker(joinEvery)
 	defer flush.Stop()
-	live := time.NewTicker(e.opts.LiveEvery)
-	defer live.Stop()
+	var draw <-chan time.Time // no live view: no wake-up for it
+	if e.opts.Live != nil {
+		live := time.NewTicker(e.opts.LiveEvery)
+		defer live.Stop()
+		draw = live.C
+	}
 	for {
 		select {
 		case <-flush.C:
 			e.takeWire()
 			e.joiner.Flush(nowUS())
-		case <-live.C:
+		case <-draw:
 			e.drawLive()
 		case <-ctx.Done():
 			return
@@ -416,8 +449,11 @@ func (e *engine) loop(ctx context.Context) {
 	}
 }
 
-// joinEvery is how often loop hands queued wire statements to the joiner.
-const joinEvery = 100 * time.Millisecond
+// joinEvery is how often loop hands queued wire statements to the joiner:
+// as often as the server's rows can come (MinPollInterval's default), since
+// a wire statement waits for its row anyway. Every wake of an idle watch
+// costs it more than the wake (see capture's blockTimeout).
+const joinEvery = 250 * time.Millisecond
 
 // takeWire hands the joiner the wire statements queued now (not those that
 // keep arriving meanwhile: a busy capture must not hold the loop).

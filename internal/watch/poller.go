@@ -59,9 +59,11 @@ func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Du
 	if ring <= 0 {
 		ring = 1000
 	}
-	if e.sample.on() {
+	if e.sample.on() && !e.trim.active() {
 		// A sampled poll returns only the sample's rows, but every
 		// connection's statements fill the ring: judge by the server's rate.
+		// With the history trimmed to the sample, the rows read are what
+		// fills it.
 		e.serverM.Lock()
 		rate := e.queryRate
 		e.serverM.Unlock()
@@ -82,7 +84,9 @@ func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Du
 // pollStatements reads new statement history rows into the joiner. When
 // the server is lost it backs off and resumes (re-calibrating, and starting
 // a new cursor if the server restarted); statements in the gap stay
-// unjoined, and the gap is noted. The capture is never held up.
+// unjoined, and the gap is noted. The capture is never held up. It returns
+// the rows the server sent (before a sample drops any: what fills the
+// ring) and the rows the ring lost.
 func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 	if e.cursor == nil || !e.link.ready(time.Now()) {
 		return 0, 0
@@ -110,6 +114,7 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 		}
 		return 0, 0
 	}
+	read := len(got)
 	if e.sample.on() {
 		got = e.keepSampled(ctx, got)
 	}
@@ -118,7 +123,7 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 	} else {
 		e.joiner.AddServer(got, nowUS())
 	}
-	return len(got), lost
+	return read, lost
 }
 
 // serverLink tracks a lost server connection and when to retry it.
@@ -160,6 +165,7 @@ func (e *engine) resume(ctx context.Context) bool {
 			return false
 		}
 		e.joiner.Reset() // connection and thread ids start over
+		e.trim.forget()
 	}
 	if calErr != nil { // history was off until the consumers came back
 		if c, calErr = collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true}); calErr != nil {
@@ -272,14 +278,14 @@ func (e *engine) pollSlow(ctx context.Context) {
 	}
 	e.serverM.Unlock()
 	e.mapExistingConns(ctx) // the connections the governor's estimates count
-	e.govern()
+	e.govern(ctx)
 	_ = e.sockets.poll() // a failed read keeps the earlier ones
 }
 
 // govern lets the CPU budget change the connections followed: the kernel
 // filter first (the capture), then the server side's sample, into which
 // the connections the processlist listed are sorted again.
-func (e *engine) govern() {
+func (e *engine) govern(ctx context.Context) {
 	if e.gov == nil || e.live == nil {
 		return
 	}
@@ -302,6 +308,7 @@ func (e *engine) govern() {
 	}
 	e.sample.set(next)
 	e.sample.replace(e.hosts)
+	e.trimHistory(ctx) // the history follows the new sample
 }
 
 // budgetSample is the sample a budgeted run follows at 1 in n: keyed by

@@ -39,6 +39,9 @@ func TestWatchSurvivesServerRestart(t *testing.T) {
 	}
 	if !before.Joined || !after.Joined {
 		t.Errorf("joined before=%v after=%v; notes %v; join %+v", before.Joined, after.Joined, res.Notes, res.Join)
+		for _, s := range seen {
+			t.Logf("seen %s joined=%v conn=%s id=%d", s.SQL, s.Joined, s.Conn, s.ConnID)
+		}
 	}
 	if res.ServerSide.Reconnects < 1 {
 		t.Errorf("no reconnect counted: %+v", res.ServerSide)

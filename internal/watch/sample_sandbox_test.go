@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"context"
+	"database/sql"
 	"net/netip"
 	"strings"
 	"sync"
@@ -13,16 +15,35 @@ import (
 )
 
 // TestSampledSysbench runs sysbench on 16 connections under watch with
-// --sample 2: the statements reported come from the connections whose
-// client port the sample follows, and only from them, and are joined as
-// a full run's are.
+// --sample 2 --enable-consumers: the statements reported come from the
+// connections whose client port the sample follows, and only from them,
+// and are joined as a full run's are; the server's statement history is
+// kept to the followed connections while watch runs (threads.HISTORY) and
+// given back to every connection when it stops.
 func TestSampledSysbench(t *testing.T) {
 	inst, opts, ctx := sysbenchServer(t, 16, 8*time.Second)
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Idle connections that outlive the run, some in the sample, some out.
+	idle := make([]*sql.Conn, 8)
+	for i := range idle {
+		if idle[i], err = db.Conn(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer idle[i].Close()
+		if _, err := idle[i].ExecContext(ctx, "USE sbtest"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var mu sync.Mutex
 	total, joined := 0, 0
 	ports := map[uint16]int{}
-	res := runDuring(t, ctx, Options{DSN: monitorDSN(t, inst), Iface: "lo", PollInterval: 100 * time.Millisecond,
-		Sample: 2, OnStatement: func(s *event.Statement) {
+	var during []threadHistory
+	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
+		Sample: 2, EnableConsumers: true, OnStatement: func(s *event.Statement) {
 			mu.Lock()
 			defer mu.Unlock()
 			total++
@@ -31,6 +52,13 @@ func TestSampledSysbench(t *testing.T) {
 			}
 			ports[clientPort(t, s.Conn)]++
 		}}, func() error {
+		probe := time.AfterFunc(4*time.Second, func() {
+			th := readThreadHistory(t, ctx, db)
+			mu.Lock()
+			defer mu.Unlock()
+			during = th
+		})
+		defer probe.Stop()
 		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
 		return err
 	})
@@ -46,8 +74,72 @@ func TestSampledSysbench(t *testing.T) {
 	if joined*100 < total*99 {
 		t.Errorf("joined %d of %d sampled statements, want >= 99%%", joined, total)
 	}
-	if !strings.Contains(strings.Join(res.Notes, "\n"), "sampling 1 in 2 connections") {
-		t.Errorf("the run does not say it sampled: %v", res.Notes)
+	notes := strings.Join(res.Notes, "\n")
+	if !strings.Contains(notes, "sampling 1 in 2 connections") || !strings.Contains(notes, "kept the statement history to the followed connections") {
+		t.Errorf("the run does not say it sampled and kept the history to the sample: %v", res.Notes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	checkHistoryFollowsSample(t, during, capture.Sample{N: 2})
+	for _, th := range readThreadHistory(t, ctx, db) {
+		if !th.history {
+			t.Errorf("connection %d (%s) still has its history off after watch stopped", th.id, th.host)
+		}
+	}
+}
+
+// threadHistory is one client connection's performance_schema history flag.
+type threadHistory struct {
+	id      uint64
+	host    string
+	history bool
+}
+
+// readThreadHistory reads the history flag of the connections in sbtest.
+func readThreadHistory(t *testing.T, ctx context.Context, db *sql.DB) []threadHistory {
+	rows, err := db.QueryContext(ctx, `SELECT p.ID, p.HOST, t.HISTORY FROM information_schema.PROCESSLIST p
+		JOIN performance_schema.threads t ON t.PROCESSLIST_ID = p.ID WHERE p.DB = 'sbtest'`)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer rows.Close()
+	var out []threadHistory
+	for rows.Next() {
+		var th threadHistory
+		var flag string
+		if err := rows.Scan(&th.id, &th.host, &flag); err != nil {
+			t.Error(err)
+			return nil
+		}
+		th.history = flag == "YES"
+		out = append(out, th)
+	}
+	return out
+}
+
+// checkHistoryFollowsSample: while watch ran, a connection's history was on
+// exactly when the sample followed its client port (connections that
+// opened within the last processlist read may not be sorted yet).
+func checkHistoryFollowsSample(t *testing.T, during []threadHistory, s capture.Sample) {
+	t.Helper()
+	in, out := 0, 0
+	for _, th := range during {
+		port, ok := hostPort(th.host)
+		if !ok {
+			continue
+		}
+		if s.Follows(port) {
+			in++
+		} else {
+			out++
+		}
+		if th.history != s.Follows(port) {
+			t.Errorf("connection %d (port %d) had its history on=%v while watch followed it=%v", th.id, port, th.history, s.Follows(port))
+		}
+	}
+	if in == 0 || out == 0 {
+		t.Errorf("during the run %d connections in the sample and %d out: the check proves nothing (%+v)", in, out, during)
 	}
 }
 

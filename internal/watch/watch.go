@@ -66,8 +66,10 @@ type Options struct {
 	// NoCapture runs without the wire (server-side only), as when the user
 	// has no capture permission.
 	NoCapture bool
-	// EnableConsumers turns on the performance_schema consumers watch needs
-	// when they are off, and restores them on exit.
+	// EnableConsumers lets watch change performance_schema settings for
+	// its run: it turns on the consumers it needs when they are off and,
+	// while sampling, turns off the statement history of the connections
+	// it does not follow (historyTrim); both restored on exit.
 	EnableConsumers bool
 	// OnStatement receives every statement after the join (joined or not).
 	// It runs on the joiner's goroutine and must be quick.
