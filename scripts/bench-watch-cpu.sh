@@ -6,7 +6,7 @@
 # SETTINGS; after SETTLE seconds the script reads, over WINDOW seconds,
 # watch's CPU (user + system ticks of 10 ms, /proc) and its context switches
 # (all threads), then stops watch and reads how many wire statements it
-# reported: CPU per statement followed.
+# reported: CPU per statement followed, and the share of them joined.
 #
 # Environment: SETTINGS (watch flag sets separated by ";", "defaults" for
 # none; default "--sample 1024;--cpu-budget 0;defaults"),
@@ -43,7 +43,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 
 echo "bench-watch-cpu: sysbench $THREADS threads at $RATE tx/s; $SETTLE s settle, $WINDOW s window; load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-22s %10s %14s %16s %14s\n" "watch flags" "ticks/s" "% of $(nproc) CPUs" "ctx switches/s" "µs/statement"
+printf "%-22s %10s %14s %16s %14s %8s\n" "watch flags" "ticks/s" "% of $(nproc) CPUs" "ctx switches/s" "µs/statement" "joined"
 IFS=';' read -r -a sets <<<"$SETTINGS"
 for r in $(seq 1 "$ROUNDS"); do
   for flags in "${sets[@]}"; do
@@ -61,13 +61,14 @@ for r in $(seq 1 "$ROUNDS"); do
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "watch failed: $(tail -3 "$WORK/w.err")"
     WATCH_PID=
     wait "$sb" || true
-    read -r cpu wire < <(python3 -c "import json; d = json.load(open('$WORK/w.json')); print(d['own']['cpu_seconds'], d['join']['Wire'])")
-    python3 - "$flags" "$t0" "$t1" "$c0" "$c1" "$WINDOW" "$(nproc)" "$cpu" "$wire" <<'PY'
+    read -r cpu wire joined < <(python3 -c "import json; d = json.load(open('$WORK/w.json')); print(d['own']['cpu_seconds'], d['join']['Wire'], d['join']['Joined'])")
+    python3 - "$flags" "$t0" "$t1" "$c0" "$c1" "$WINDOW" "$(nproc)" "$cpu" "$wire" "$joined" <<'PY'
 import sys
-flags, t0, t1, c0, c1, win, cpus, cpu, wire = sys.argv[1], *map(float, sys.argv[2:])
+flags, t0, t1, c0, c1, win, cpus, cpu, wire, joined = sys.argv[1], *map(float, sys.argv[2:])
 tps = (t1 - t0) / win
 per = cpu * 1e6 / wire if wire else float("nan")
-print(f"{flags or '(defaults)':<22} {tps:10.1f} {tps / cpus:13.2f}% {(c1 - c0) / win:16.0f} {per:14.1f}")
+share = 100 * joined / wire if wire else float("nan")
+print(f"{flags or '(defaults)':<22} {tps:10.1f} {tps / cpus:13.2f}% {(c1 - c0) / win:16.0f} {per:14.1f} {share:7.1f}%")
 PY
   done
 done

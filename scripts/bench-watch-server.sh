@@ -25,12 +25,7 @@ BENCH=bench-watch-server
 . scripts/lib/bench.sh
 bench_binary
 WATCH_PID=
-cleanup() {
-  [ -n "$WATCH_PID" ] && kill -INT "$WATCH_PID" 2>/dev/null || true
-  "$GAPSCOPE" lab down --dir "$WORK/lab" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
 bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2
 M=(mariadb -h 127.0.0.1 -P "$PORT" -u root -N)

@@ -23,3 +23,11 @@ bench_lab() {
   DSN="root@tcp(127.0.0.1:$PORT)/"
   SERVER_PID=$(cat "$LAB/mysqld.pid")
 }
+
+# bench_cleanup, the scripts' EXIT trap: stops a watch still running
+# (WATCH_PID), the sandbox in WORK/lab, and removes WORK.
+bench_cleanup() {
+  [ -n "${WATCH_PID:-}" ] && kill -INT "$WATCH_PID" 2>/dev/null || true
+  "$GAPSCOPE" lab down --dir "$WORK/lab" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
