@@ -258,7 +258,9 @@ func (inst *Instance) launch(server string, opts Options) error {
 	} else {
 		args = append(args, "--innodb-log-file-size=32M")
 		if inst.ExtraPort > 0 {
-			args = append(args, fmt.Sprintf("--extra-port=%d", inst.ExtraPort))
+			// extra_max_connections defaults to 1: a monitor that reconnects
+			// before the server has seen its last close would get error 1040.
+			args = append(args, fmt.Sprintf("--extra-port=%d", inst.ExtraPort), "--extra-max-connections=8")
 		}
 	}
 	args = append(args, opts.ServerArgs...)
