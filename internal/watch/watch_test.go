@@ -2,7 +2,9 @@ package watch
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,10 +67,19 @@ func (h *healthyTally) add(s *event.Statement) {
 
 // TestHealthySysbench is issue 4's healthy baseline: 30 s of sysbench
 // oltp_read_write (server-side prepared statements) under watch.
+//
+// Healthy means headroom: sysbench is capped at 150 transactions/s, about
+// half of what 2 threads reach here. Unbounded, sysbench, the server and
+// watch saturate the 2 cores, and queue_us then holds real run-queue waits
+// (the server thread is runnable but not running): p99 150 µs alone, 370
+// µs beside a one-core busy loop, 1,046 µs in one CI run; capped, 75 and
+// 208 µs. Saturated joins are TestSampledSysbench's.
 func TestHealthySysbench(t *testing.T) {
 	inst, opts, ctx := sysbenchServer(t, 2, 30*time.Second)
+	opts.Rate = 150
 	monitor := monitorDSN(t, inst)
 	var h healthyTally
+	stallBefore, psi := cpuPressureUS()
 	res := runDuring(t, ctx, Options{DSN: monitor, Iface: "lo", PollInterval: 100 * time.Millisecond,
 		OnStatement: h.add}, func() error {
 		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
@@ -77,6 +88,11 @@ func TestHealthySysbench(t *testing.T) {
 	t.Logf("statements %d, joined %d; join stats %+v; server side %+v; capture drops kernel %d queue %d",
 		h.total, h.joined, res.Join, res.ServerSide, res.Capture.KernelDrops, res.Capture.QueueDrops)
 	t.Logf("unjoined by connection {unjoined, total}: %v; by command: %v", h.byConn, h.byCmd)
+	if stallAfter, ok := cpuPressureUS(); ok && psi {
+		// The host's share of time with a runnable task waiting for a CPU:
+		// what a queue_us tail on this test would come from.
+		t.Logf("host CPU pressure (some) during the test: %.1f s", float64(stallAfter-stallBefore)/1e6)
+	}
 	if h.total < 10_000 {
 		t.Fatalf("only %d statements seen in 30 s of sysbench", h.total)
 	}
@@ -88,6 +104,8 @@ func TestHealthySysbench(t *testing.T) {
 		t.Errorf("parts do not sum to client_us: %+v", h.badSum)
 	}
 	slices.Sort(h.queues)
+	q := func(f float64) int64 { return h.queues[int(float64(len(h.queues)-1)*f)] }
+	t.Logf("queue_us p50 %d, p90 %d, p99 %d, p99.9 %d, max %d", q(0.5), q(0.9), q(0.99), q(0.999), q(1))
 	if p99 := h.queues[len(h.queues)*99/100]; p99 >= 1000 {
 		t.Errorf("p99 queue_us = %d on a healthy server, want < 1 ms", p99)
 	}
@@ -165,4 +183,20 @@ func runDuring(t *testing.T, ctx context.Context, opts Options, load func() erro
 		t.Fatal(o.err)
 	}
 	return o.res
+}
+
+// cpuPressureUS reads the kernel's total time some task waited for a CPU
+// (/proc/pressure/cpu, "some" line); false where PSI is off.
+func cpuPressureUS() (int64, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	_, total, ok := strings.Cut(line, "total=")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
+	return n, err == nil
 }
