@@ -10,14 +10,20 @@
 # change to watch cut its cost: on a 2-core VM single rounds spread by
 # +-10%, so compare medians of many rounds, never one.
 #
-# Usage: scripts/bench-watch-ab.sh BINARY_A BINARY_B
+# Usage: scripts/bench-watch-ab.sh BINARY_A BINARY_B (the same binary twice
+# to compare two flag sets)
 # Environment: ROUNDS (6), DURATION (seconds per run, 12), WARMUP (3),
-# THREADS (8). Needs root (capture) and sysbench.
+# THREADS (8), A_ARGS and B_ARGS (watch's flags for each, default
+# "--enable-consumers"; e.g. A_ARGS="--port 1" is watch attached to the
+# wire but following nothing: the capture tap's and the polls' floor).
+# Needs root (capture) and sysbench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 2 ] || { echo "usage: $0 BINARY_A BINARY_B" >&2; exit 2; }
 A=$1; B=$2
 ROUNDS=${ROUNDS:-6}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}
+read -r -a A_FLAGS <<<"${A_ARGS---enable-consumers}"
+read -r -a B_FLAGS <<<"${B_ARGS---enable-consumers}"
 WORK=$(mktemp -d /tmp/gapscope-bench-ab.XXXXXX)
 BENCH=bench-watch-ab
 # shellcheck source=lib/bench.sh
@@ -35,11 +41,12 @@ mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
 "${SB[@]}" prepare >/dev/null
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# run WHAT: one measured sysbench run with no watch ("none") or watch from
-# the binary WHAT; prints TPS and server ticks per 1,000 transactions.
+# run WHAT [FLAG...]: one measured sysbench run with no watch ("none") or
+# watch from the binary WHAT with FLAGs; prints TPS and server ticks per
+# 1,000 transactions.
 run() {
   if [ "$1" != none ]; then
-    "$1" watch --dsn "$DSN" --iface lo --enable-consumers --no-live >"$WORK/w.txt" 2>&1 &
+    "$1" watch --dsn "$DSN" --iface lo --no-live "${@:2}" >"$WORK/w.txt" 2>&1 &
     WATCH_PID=$!
   fi
   sleep 2
@@ -57,7 +64,7 @@ run() {
   echo "$tps $(((t1 - t0) * 1000 / tx))"
 }
 
-echo "bench-watch-ab: A=$A B=$B; sysbench $THREADS threads, ${DURATION} s runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-watch-ab: A=$A ${A_FLAGS[*]-} B=$B ${B_FLAGS[*]-}; sysbench $THREADS threads, ${DURATION} s runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$ROUNDS"); do
   case $((r % 3)) in
     1) order="none A B" ;;
@@ -67,8 +74,8 @@ for r in $(seq 1 "$ROUNDS"); do
   for m in $order; do
     case $m in
       none) none=$(run none) ;;
-      A) a=$(run "$A") ;;
-      B) b=$(run "$B") ;;
+      A) a=$(run "$A" ${A_FLAGS[@]+"${A_FLAGS[@]}"}) ;;
+      B) b=$(run "$B" ${B_FLAGS[@]+"${B_FLAGS[@]}"}) ;;
     esac
   done
   echo "round $r/$ROUNDS ($order): none $none | A $a | B $b (TPS, server ticks/1k tx)"
