@@ -69,7 +69,7 @@ degrades to what it can measure and says so in the notes.`,
 	fl.StringVar(&f.iface, "iface", "", "capture interface (default: the one that reaches the server)")
 	fl.UintSliceVar(&f.ports, "port", nil, "server port on the wire (repeatable; default: the DSN's port)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C)")
-	fl.DurationVar(&f.poll, "poll", time.Second, "longest performance_schema poll interval (it halves, down to 20ms, while the history ring fills faster than it is read)")
+	fl.DurationVar(&f.poll, "poll", time.Second, "longest performance_schema poll interval (it halves, down to --min-poll, while the history ring fills faster than it is read)")
 	fl.DurationVar(&f.minPoll, "min-poll", 250*time.Millisecond, "shortest poll interval while the ring fills (each poll scans the ring on the server: faster costs its throughput)")
 	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "how long a statement waits for its other half before it is reported unjoined")
 	fl.StringVar(&f.events, "events", "", "write one JSON statement event per line to this file")
