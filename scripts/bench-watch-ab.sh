@@ -2,8 +2,8 @@
 # bench-watch-ab.sh: two gapscope binaries' cost on a busy server, against
 # no watch, in one run. On a private sandbox sysbench oltp_read_write
 # saturates the host; each round runs it without watch, with watch from
-# binary A and with watch from binary B (both `--enable-consumers`, their
-# defaults otherwise), the order rotated from round to round so that the
+# binary A and with watch from binary B (flags A_ARGS and B_ARGS, by
+# default `--enable-consumers`), the order rotated from round to round so that the
 # machine's drift favours none. Prints per round the TPS and the server's
 # CPU per 1,000 transactions of each, and at the end the median ratio of A
 # and of B to the round's run without watch. Use it to tell whether a
@@ -39,7 +39,6 @@ SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-po
     --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS")
 mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
 "${SB[@]}" prepare >/dev/null
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # run WHAT [FLAG...]: one measured sysbench run with no watch ("none") or
 # watch from the binary WHAT with FLAGs; prints TPS and server ticks per
@@ -59,8 +58,7 @@ run() {
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "watch ($1) failed: $(tail -3 "$WORK/w.txt")"
     WATCH_PID=
   fi
-  tx=$(sed -n 's/.*transactions: *\([0-9]*\) .*/\1/p' "$WORK/sb.txt")
-  tps=$(sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$WORK/sb.txt")
+  read -r tps tx < <(sb_result "$WORK/sb.txt")
   echo "$tps $(((t1 - t0) * 1000 / tx))"
 }
 

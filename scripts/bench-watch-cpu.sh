@@ -39,7 +39,6 @@ SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-po
 mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
 "${SB[@]}" prepare >/dev/null
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 
 echo "bench-watch-cpu: sysbench $THREADS threads at $RATE tx/s; $SETTLE s settle, $WINDOW s window; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -58,8 +58,6 @@ mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
 echo "bench-watch-overhead: sandbox on port $PORT; preparing $TABLES x $ROWS rows"
 "${SB[@]}" prepare >/dev/null
 
-# cpu_ticks PID: user + system clock ticks the process has used.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # busy_ticks: the host's busy clock ticks, all CPUs (user, nice, system,
 # irq, softirq; not idle, iowait or steal). Packet capture costs softirq
 # time on loopback that no process is charged with.
@@ -78,16 +76,15 @@ run_round() {
     kill -0 "$WATCH_PID" 2>/dev/null || die "gapscope watch exited: $(cat "$WORK/watch-$i.err")"
   fi
   [ "$WARMUP" -gt 0 ] && "${SB[@]}" --time="$WARMUP" run >/dev/null
-  local t0 b0; t0=$(cpu_ticks "$SERVER_PID"); b0=$(busy_ticks)
+  local t0 b0; t0=$(ticks "$SERVER_PID"); b0=$(busy_ticks)
   "${SB[@]}" --time="$DURATION" run >"$WORK/sb-$mode-$i.txt"
-  local t1 b1; t1=$(cpu_ticks "$SERVER_PID"); b1=$(busy_ticks)
+  local t1 b1; t1=$(ticks "$SERVER_PID"); b1=$(busy_ticks)
   if [ "$mode" = with ]; then
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "gapscope watch failed: $(tail -3 "$WORK/watch-$i.err")"
     WATCH_PID=
   fi
   local tps tx
-  tps=$(sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$WORK/sb-$mode-$i.txt")
-  tx=$(sed -n 's/.*transactions: *\([0-9]*\) .*/\1/p' "$WORK/sb-$mode-$i.txt")
+  read -r tps tx < <(sb_result "$WORK/sb-$mode-$i.txt")
   echo "$tps $(( (t1 - t0) * 1000 / tx )) $(( (b1 - b0) * 1000 / tx ))"
 }
 

@@ -35,7 +35,6 @@ SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-po
 "${SB[@]}" prepare >/dev/null
 CONSUMERS="NAME IN ('events_statements_current','events_statements_history_long')"
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 host() { awk 'NR == 1 {print $2 + $3 + $4 + $7 + $8, $8}' /proc/stat; } # busy, softirq
 commits() { "${M[@]}" -e "SHOW GLOBAL STATUS LIKE 'Com_commit'" | cut -f2; }
 

@@ -72,8 +72,9 @@ func (h *healthyTally) add(s *event.Statement) {
 // half of what 2 threads reach here. Unbounded, sysbench, the server and
 // watch saturate the 2 cores, and queue_us then holds real run-queue waits
 // (the server thread is runnable but not running): p99 150 µs alone, 370
-// µs beside a one-core busy loop, 1,046 µs in one CI run; capped, 75 and
-// 208 µs. Saturated joins are TestSampledSysbench's.
+// µs beside a one-core busy loop, 1,046 µs in one CI run; capped, 75-82
+// µs alone and 208 µs beside the loop. Saturated joins are
+// TestSampledSysbench's.
 func TestHealthySysbench(t *testing.T) {
 	inst, opts, ctx := sysbenchServer(t, 2, 30*time.Second)
 	opts.Rate = 150
@@ -106,7 +107,7 @@ func TestHealthySysbench(t *testing.T) {
 	slices.Sort(h.queues)
 	q := func(f float64) int64 { return h.queues[int(float64(len(h.queues)-1)*f)] }
 	t.Logf("queue_us p50 %d, p90 %d, p99 %d, p99.9 %d, max %d", q(0.5), q(0.9), q(0.99), q(0.999), q(1))
-	if p99 := h.queues[len(h.queues)*99/100]; p99 >= 1000 {
+	if p99 := q(0.99); p99 >= 1000 {
 		t.Errorf("p99 queue_us = %d on a healthy server, want < 1 ms", p99)
 	}
 	// Healthy baseline of issue 5: defaults, no caps, a least-privilege

@@ -31,3 +31,11 @@ bench_cleanup() {
   "$GAPSCOPE" lab down --dir "$WORK/lab" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
+
+# ticks PID: user + system clock ticks (10 ms) the process has used.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# sb_result FILE: "TPS TRANSACTIONS" of a sysbench run's output.
+sb_result() {
+  sed -n 's/.*transactions: *\([0-9]*\) *(\([0-9.]*\) per sec.*/\2 \1/p' "$1"
+}
