@@ -87,6 +87,10 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Samp
 		return nil, errors.New("bpf: need between 1 and 32 ports")
 	}
 	a := &asm{labels: map[string]int{}}
+	if sample.Paused { // nothing reaches the ring: the kernel drops every packet
+		a.emit(bpf.RetConstant{Val: 0})
+		return a.resolve()
+	}
 	if dropOutgoing {
 		a.emit(bpf.LoadExtension{Num: bpf.ExtType})
 		a.jump(bpf.JumpEqual, packetOutgoing, "drop", "")
@@ -174,6 +178,10 @@ func portChecks(a *asm, ports []uint16, match string) {
 type Sample struct {
 	N   uint16
 	Key uint32
+	// Paused follows no connection at all: the off part of a duty cycle
+	// (a CPU budget that following one connection all the time exceeds).
+	// N and Key say what the sample is when it resumes.
+	Paused bool
 }
 
 // All follows every connection.
@@ -182,11 +190,14 @@ var All = Sample{N: 1}
 // Follows reports whether the connection from client port is in the sample
 // (the kernel filter's rule, for the server side to apply too).
 func (s Sample) Follows(port uint16) bool {
-	return s.N <= 1 || portHash(port)%uint32(s.N) == s.Key%uint32(s.N)
+	return !s.Paused && (s.N <= 1 || portHash(port)%uint32(s.N) == s.Key%uint32(s.N))
 }
 
 // On reports whether the sample leaves connections out.
-func (s Sample) On() bool { return s.N > 1 }
+func (s Sample) On() bool { return s.N > 1 || s.Paused }
+
+// Resumed is the sample a paused one follows again.
+func (s Sample) Resumed() Sample { return Sample{N: max(s.N, 1), Key: s.Key} }
 
 // PortKey is the Key of samples that follow the connection from port.
 func PortKey(port uint16) uint32 { return portHash(port) }

@@ -143,6 +143,23 @@ func testSampledFilter(t *testing.T, sample Sample) {
 
 // With one Key, 1 in 2N follows a subset of 1 in N: a budget that cuts
 // keeps following connections it followed.
+// A paused sample's filter accepts nothing, on any link; it follows no port.
+func TestBuildFilterPaused(t *testing.T) {
+	paused := Sample{N: 4, Key: PortKey(40002), Paused: true}
+	for _, link := range []filterLink{filterEthernet, filterRawIP} {
+		prog, err := buildFilter([]uint16{3306}, link, true, paused)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prog) != 1 || prog[0].Op != 0x06 || prog[0].K != 0 { // BPF_RET|BPF_K 0
+			t.Errorf("link %d: paused filter %+v, want a single ret 0", link, prog)
+		}
+	}
+	if paused.Follows(40002) || !paused.On() || paused.Resumed() != (Sample{N: 4, Key: PortKey(40002)}) {
+		t.Errorf("paused sample: follows %v, on %v, resumed %+v", paused.Follows(40002), paused.On(), paused.Resumed())
+	}
+}
+
 func TestSamplesNest(t *testing.T) {
 	for _, key := range []uint32{0, PortKey(40002), PortKey(51234)} {
 		for n := uint16(1); n < 1024; n *= 2 {

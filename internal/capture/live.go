@@ -69,6 +69,10 @@ type Live struct {
 	iface        string
 	// sample is the current 1-in-N (SetSample), read by Run's loop.
 	sample atomic.Uint64
+	// pauses counts the paused samples set: Run's loop sees the sample only
+	// between batches, and a pause can start and end between two, leaving
+	// the followed connections with a gap it must not wait on.
+	pauses atomic.Uint64
 	// mu guards closed: SetSample must not touch a released socket.
 	mu     sync.Mutex
 	closed bool
@@ -127,7 +131,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
 	l := &Live{opts: opts, tp: tp, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}
-	l.sample.Store(packSample(Sample{N: max(opts.Sample.N, 1), Key: opts.Sample.Key}))
+	l.sample.Store(packSample(Sample{N: max(opts.Sample.N, 1), Key: opts.Sample.Key, Paused: opts.Sample.Paused}))
 	return l, nil
 }
 
@@ -135,12 +139,14 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 var ErrStopped = errors.New("capture already stopped")
 
 // SetSample changes, while the capture runs, which connections it follows:
-// 1 in n.N by client port (Sample.Follows; 1 = all). The kernel filter changes
-// at once; connections that leave the sample are forgotten by the tracker
-// without reports (their statements in flight are not a measurement of
-// anything), and connections that join it are picked up mid-stream from
-// their next command. With N a power of two, doubling N with the same Key
-// keeps a subset of the connections followed (see Sample).
+// 1 in n.N by client port (Sample.Follows; 1 = all), or none while
+// n.Paused. The kernel filter changes at once; connections that leave the
+// sample are forgotten by the tracker without reports (their statements in
+// flight are not a measurement of anything), and connections that join it
+// are picked up mid-stream from their next command; after a pause, all of
+// them are (their sequence numbers jumped over the pause). With N a power
+// of two, doubling N with the same Key keeps a subset of the connections
+// followed (see Sample).
 func (l *Live) SetSample(n Sample) error {
 	n.N = max(n.N, 1)
 	filter, err := buildFilter(l.opts.Ports, l.flink, l.dropOutgoing, n)
@@ -155,6 +161,9 @@ func (l *Live) SetSample(n Sample) error {
 	if err := l.tp.SetBPF(filter); err != nil {
 		return fmt.Errorf("changing the capture filter on %s: %w", l.iface, err)
 	}
+	if n.Paused {
+		l.pauses.Add(1)
+	}
 	l.sample.Store(packSample(n))
 	return nil
 }
@@ -162,9 +171,19 @@ func (l *Live) SetSample(n Sample) error {
 // Sample returns the connections the capture follows now.
 func (l *Live) Sample() Sample { return unpackSample(l.sample.Load()) }
 
-// A Sample packed in one word, so that Run reads it without a lock.
-func packSample(s Sample) uint64   { return uint64(s.N)<<32 | uint64(s.Key) }
-func unpackSample(v uint64) Sample { return Sample{N: uint16(v >> 32), Key: uint32(v)} }
+// A Sample packed in one word, so that Run reads it without a lock: Key in
+// the low 32 bits, N above it, Paused in the top bit.
+func packSample(s Sample) uint64 {
+	v := uint64(s.N)<<32 | uint64(s.Key)
+	if s.Paused {
+		v |= 1 << 63
+	}
+	return v
+}
+
+func unpackSample(v uint64) Sample {
+	return Sample{N: uint16(v >> 32), Key: uint32(v), Paused: v>>63 != 0}
+}
 
 // ignoreOutgoing asks the kernel not to hand the socket outgoing packets
 // (PACKET_IGNORE_OUTGOING, Linux 4.20+). On loopback every packet comes
@@ -249,9 +268,14 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 		close(full)
 	}()
 	t := NewTracker(l.opts.Options, emit)
-	sample := l.Sample()
+	sample, pauses := l.Sample(), l.pauses.Load()
 	t.Resample(sample)
 	for b := range full {
+		if p := l.pauses.Load(); p != pauses {
+			pauses = p
+			t.Resample(Sample{Paused: true}) // every connection had a gap: none is waited on
+			sample = Sample{Paused: true}
+		}
 		if now := l.Sample(); now != sample {
 			sample = now
 			t.Resample(sample)

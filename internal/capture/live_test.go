@@ -289,11 +289,23 @@ func TestLiveSetSample(t *testing.T) {
 		t.Errorf("1 in 4: %d of 32 connections captured (%d in the sample); want exactly the %d sampled", got, sampled, want)
 	}
 	if err := live.SetSample(All); err != nil || live.Sample() != All {
-		t.Fatalf("back to all: %v (sample %d)", err, live.Sample())
+		t.Fatalf("back to all: %v (sample %+v)", err, live.Sample())
 	}
 	all := echoes(8)
 	if got, _ := count(all, 1); got != len(all) {
 		t.Errorf("1 in 1: %d of %d connections captured", got, len(all))
+	}
+	if err := live.SetSample(Sample{N: 1, Paused: true}); err != nil || !live.Sample().Paused {
+		t.Fatalf("pause: %v (sample %+v)", err, live.Sample())
+	}
+	if got, _ := count(echoes(8), 1); got != 0 {
+		t.Errorf("paused: %d of 8 connections captured, want none", got)
+	}
+	if err := live.SetSample(live.Sample().Resumed()); err != nil || live.Sample() != All {
+		t.Fatalf("resume: %v (sample %+v)", err, live.Sample())
+	}
+	if got, _ := count(echoes(4), 1); got != 4 {
+		t.Errorf("resumed: %d of 4 connections captured", got)
 	}
 	cancel()
 	<-done

@@ -141,7 +141,8 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	return f
 }
 
-// Resample follows the sample n from now on (N ≤ 1: all): connections
+// Resample follows the sample n from now on (N ≤ 1: all; Paused: none,
+// which forgets every connection): connections
 // the sample no longer holds are forgotten without reports, as if never
 // captured, and packets of such connections queued before the kernel
 // filter changed are ignored.

@@ -543,3 +543,28 @@ func TestTrackerResample(t *testing.T) {
 		t.Errorf("returning connection: %d mid-stream flows, want 1", st.MidStreamFlows)
 	}
 }
+
+// A pause forgets every connection: after it, a connection is picked up
+// from its next command, without waiting on the sequence numbers the pause
+// skipped.
+func TestTrackerPauseForgetsEveryConnection(t *testing.T) {
+	h := newHarness(Options{})
+	c := newConv("10.0.0.1:40002", "10.0.0.2:3306")
+	h.feed(c.handshake(7, 7)...)
+	h.feed(c.fromClient([]byte("SELECT 1"))) // in flight when the pause starts
+	h.t.Resample(Sample{N: 1, Paused: true})
+	if len(h.t.flows) != 0 {
+		t.Fatalf("paused: %d flows tracked, want none", len(h.t.flows))
+	}
+	h.feed(c.fromServer([]byte("late\n"))) // queued before the filter changed
+	c.fromClient([]byte("SELECT 2"))       // sent while paused: never captured
+	c.fromServer([]byte("r\n"))
+	h.t.Resample(All)
+	h.feed(c.fromClient([]byte("SHOW TABLES")), c.fromServer([]byte("r\n")))
+	if len(h.stmts) != 1 || h.stmts[0].SQL != "show tables" {
+		t.Fatalf("after the pause: %d statements %v, want only SHOW TABLES", len(h.stmts), h.stmts)
+	}
+	if st := h.t.Stats(); st.MidStreamFlows != 1 {
+		t.Errorf("resumed connection: %d mid-stream flows, want 1", st.MidStreamFlows)
+	}
+}
