@@ -23,6 +23,9 @@ type SampleStep struct {
 	// ByRate: the server's statement rate called for the change before
 	// watch's CPU showed it (a load that started or jumped).
 	ByRate bool `json:"by_rate,omitempty"`
+	// Cycle > 1: the sample is followed dutyOn (1 s) in every Cycle
+	// seconds, the capture paused the rest of the time (see dutyShift).
+	Cycle int `json:"cycle_s,omitempty"`
 }
 
 // OwnCost is what watch itself cost the host it ran on.
@@ -73,6 +76,8 @@ const (
 	// server's rate); when watch is over budget with fewer, its cost is not
 	// the capture (it says so in the notes).
 	minFollowed = 200
+	// maxDutyShift bounds the duty cycle at the floor: followed 1 s in 16.
+	maxDutyShift = 4
 )
 
 // governor keeps watch's own CPU within a share of the host's CPUs by
@@ -88,6 +93,39 @@ type governor struct {
 	steps       []SampleStep
 	floored     bool   // over budget with the sample already at its floor
 	key         uint32 // the sample's key, recorded in steps
+	// dutyShift: when cutting the sample would leave too few statements
+	// followed (minFollowed: the floor), the governor follows the floor's
+	// sample part of the time instead, dutyOn in every dutyOn<<dutyShift,
+	// with the capture paused (a filter that accepts nothing) in between.
+	// Following one connection of a saturated server's eight all the time
+	// cost watch 1.5-2% of 2 CPUs against a 1% budget, and the server
+	// 5-6% of its transactions, of which a paused capture costs nothing
+	// measurable (README, bench-watch-ab with --port 1).
+	dutyShift uint8
+}
+
+// dutyOn is the followed part of a duty cycle: a whole second of a
+// connection's statements, so that what is seen of it are runs of
+// consecutive statements, not scattered ones.
+const dutyOn = time.Second
+
+// cycle is the duty cycle's period (0: the sample is followed all the time).
+func (g *governor) cycle() time.Duration {
+	if g == nil || g.dutyShift == 0 {
+		return 0
+	}
+	return dutyOn << g.dutyShift
+}
+
+// cycleSeconds is cycle in whole seconds, for SampleStep (0 when none).
+func (g *governor) cycleSeconds() int { return int(g.cycle() / time.Second) }
+
+// window is the shortest window observe judges: a whole duty cycle, which
+// holds one followed part and its pauses whatever the phase (the poller
+// calls it about every second, so a cycle's window can end up to one
+// second late).
+func (g *governor) window() time.Duration {
+	return max(500*time.Millisecond, g.cycle()-250*time.Millisecond)
 }
 
 func newGovernor(budget float64, now time.Time, cpu time.Duration) *governor {
@@ -100,53 +138,82 @@ func newGovernor(budget float64, now time.Time, cpu time.Duration) *governor {
 // follow (nil: unknown).
 func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followed func(n uint16) float64) uint16 {
 	elapsed := now.Sub(g.lastAt)
-	if elapsed < 500*time.Millisecond {
+	if elapsed < g.window() {
 		return cur // too short to judge; the window goes on
 	}
 	share := float64(cpu-g.lastCPU) / float64(elapsed) / float64(g.cpus)
 	g.lastCPU, g.lastAt = cpu, now
-	if next := g.feedForward(cur, followed); next > cur {
+	if next, shift := g.feedForward(cur, followed); next > cur || shift > g.dutyShift {
 		g.settle, g.over, g.under = settleAfterCut, 0, 0
-		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share, ByRate: true})
+		g.dutyShift = shift
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share, ByRate: true, Cycle: g.cycleSeconds()})
 		return next
 	}
 	if g.settle > 0 {
-		g.settle--
+		// Settling is counted in seconds: a duty cycle's window spans several.
+		g.settle -= max(int((elapsed+250*time.Millisecond)/time.Second), 1)
 		return cur
 	}
-	next := g.decide(cur, share, followed)
-	if next != cur {
+	next, shift := g.decide(cur, share, followed)
+	if next != cur || shift != g.dutyShift {
 		g.settle = settleAfterGrow
-		if next > cur {
+		if next > cur || shift > g.dutyShift {
 			g.settle = settleAfterCut
 		}
-		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share})
+		g.dutyShift = shift
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share, Cycle: g.cycleSeconds()})
 	}
 	return next
 }
 
-// decide applies the policy to one window.
-func (g *governor) decide(cur uint16, share float64, followed func(n uint16) float64) uint16 {
+// decide applies the policy to one window: the sample to follow and the
+// duty cycle's shift. Following more undoes a duty cycle before it halves
+// the sample.
+func (g *governor) decide(cur uint16, share float64, followed func(n uint16) float64) (uint16, uint8) {
 	switch {
 	case share > g.budget:
 		g.over, g.under = g.over+1, 0
 		if g.over < overWindows && share < farOver*g.budget {
-			return cur
+			return cur, g.dutyShift
 		}
 		g.over = 0
-		next := cutSample(cur, share/g.budget, followed)
-		g.floored = next == cur
-		return next
-	case share < growBelow*g.budget && cur > 1:
+		if next := cutSample(cur, share/g.budget, followed); next > cur {
+			g.floored = false
+			return next, g.dutyShift
+		}
+		rate := -1.0
+		if followed != nil {
+			rate = followed(cur)
+		}
+		shift := dutyCut(g.dutyShift, share/g.budget, rate)
+		g.floored = shift == g.dutyShift
+		return cur, shift
+	case share < growBelow*g.budget && (cur > 1 || g.dutyShift > 0):
 		g.under, g.over = g.under+1, 0
 		if g.under < underWindows {
-			return cur
+			return cur, g.dutyShift
 		}
 		g.under = 0
-		return cur / 2
+		if g.dutyShift > 0 {
+			return cur, g.dutyShift - 1
+		}
+		return cur / 2, 0
 	}
 	g.over, g.under = 0, 0
-	return cur
+	return cur, g.dutyShift
+}
+
+// dutyCut lengthens the duty cycle at the floor in proportion to how far
+// over budget the window was (within maxCutFactor per step), keeping on
+// average minFollowed statements per second followed, rate being what the
+// floor's sample follows while on (unknown, < 0: no limit).
+func dutyCut(shift uint8, overBy float64, rate float64) uint8 {
+	next := shift + uint8(bits.Len32(min(ceilPow2(overBy), maxCutFactor))-1)
+	next = min(max(next, shift+1), maxDutyShift)
+	for next > shift && rate >= 0 && rate/float64(uint32(1)<<next) < minFollowed {
+		next--
+	}
+	return next
 }
 
 // cutSample follows fewer connections, in proportion to how far over the
@@ -159,7 +226,29 @@ func cutSample(cur uint16, overBy float64, followed func(n uint16) float64) uint
 	for next > uint32(cur) && followed != nil && followed(uint16(next)) < minFollowed {
 		next /= 2
 	}
-	return uint16(max(next, uint32(cur)))
+	return leastSample(cur, next, followed)
+}
+
+// leastSample is the smallest 1 in n, from cur (exclusive) to next, that
+// follows as few statements as 1 in next; cur when none follows fewer than
+// cur. A sample keyed on the pivot connection follows it at every n: past
+// the n that leaves it alone, following 1 in 2n cuts nothing, and the
+// governor must not spend its windows finding that out.
+func leastSample(cur uint16, next uint32, followed func(n uint16) float64) uint16 {
+	if next <= uint32(cur) {
+		return cur
+	}
+	if followed == nil {
+		return uint16(next)
+	}
+	least := followed(uint16(next))
+	for next/2 > uint32(cur) && followed(uint16(next/2)) <= least {
+		next /= 2
+	}
+	if least >= followed(cur) {
+		return cur
+	}
+	return uint16(next)
 }
 
 // perStatementCPU is what following one statement costs watch (capture,
@@ -171,18 +260,40 @@ const perStatementCPU = 8300 * time.Nanosecond
 // startSample is the sample a budgeted run starts with, from the server's
 // statement rate: starting with every connection on a busy server would
 // cost the budget many times over until the first windows were judged.
-func startSample(budget float64, cpus int, followed func(n uint16) float64) uint16 {
-	return rateSample(1, budget, budget, cpus, followed)
+// When even the floor's sample is estimated over budget, it starts with
+// the duty cycle the estimate calls for (dutyCut).
+func startSample(budget float64, cpus int, followed func(n uint16) float64) (uint16, uint8) {
+	n := rateSample(1, budget, budget, cpus, followed)
+	return n, rateDuty(n, budget, cpus, followed)
+}
+
+// rateDuty is the duty cycle's shift that following 1 in n calls for by
+// the server's rate: 0 when estimated within budget.
+func rateDuty(n uint16, budget float64, cpus int, followed func(n uint16) float64) uint8 {
+	if followed == nil || budget <= 0 {
+		return 0
+	}
+	rate := followed(n)
+	share := rate * perStatementCPU.Seconds() / float64(max(cpus, 1))
+	if share <= budget {
+		return 0
+	}
+	return dutyCut(0, share/budget, rate)
 }
 
 // feedForward cuts before watch's CPU shows the need, when the server's
 // rate says following 1 in cur would cost farOver budgets or more: a load
 // that starts after watch (or jumps) would otherwise be followed in full
 // until windows over budget cut it, at most maxCutFactor per step and
-// settleAfterCut windows apart. It never follows more; the measured
-// windows decide that.
-func (g *governor) feedForward(cur uint16, followed func(n uint16) float64) uint16 {
-	return rateSample(cur, farOver*g.budget, g.budget, g.cpus, followed)
+// settleAfterCut windows apart. A cut to the floor that is still
+// estimated over budget starts the duty cycle the estimate calls for. It
+// never follows more; the measured windows decide that.
+func (g *governor) feedForward(cur uint16, followed func(n uint16) float64) (uint16, uint8) {
+	n := rateSample(cur, farOver*g.budget, g.budget, g.cpus, followed)
+	if n == cur {
+		return cur, g.dutyShift
+	}
+	return n, max(g.dutyShift, rateDuty(n, g.budget, g.cpus, followed))
 }
 
 // rateSample is the sample the server's rate calls for, from cur: when
@@ -201,7 +312,7 @@ func rateSample(cur uint16, over, budget float64, cpus int, followed func(n uint
 	for n > uint32(cur) && followed(uint16(n)) < minFollowed {
 		n /= 2
 	}
-	return uint16(max(n, uint32(cur)))
+	return leastSample(cur, n, followed)
 }
 
 // rekey records a change of the sample's key at the same 1 in n (the
@@ -210,10 +321,12 @@ func (g *governor) rekey(now time.Time, n uint16) {
 	g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, Key: g.key})
 }
 
-// start records the sample a run starts with (when not all connections).
-func (g *governor) start(now time.Time, n uint16, estimatedShare float64) {
-	if n > 1 {
-		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, Key: g.key, CPUShare: estimatedShare})
+// start records the sample a run starts with (when not all connections,
+// or not all the time) and its duty cycle.
+func (g *governor) start(now time.Time, n uint16, shift uint8, estimatedShare float64) {
+	g.dutyShift = shift
+	if n > 1 || shift > 0 {
+		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: n, Key: g.key, CPUShare: estimatedShare, Cycle: g.cycleSeconds()})
 	}
 }
 
@@ -247,24 +360,38 @@ func (g *governor) note(startUS, endUS int64) string {
 		}
 		last := g.steps[len(g.steps)-1].Sample
 		sampled := sampledSpan(g.steps, endUS)
-		fmt.Fprintf(&b, "watch followed fewer connections to stay within it, down to 1 in %d (1 in %d at the end; chosen by a hash of the client port) "+
+		fmt.Fprintf(&b, "watch followed fewer connections to stay within it, down to 1 in %d (1 in %d at the end; chosen by a hash of the client port)%s "+
 			"for %.0f%% of the run: counts and rates are the sample's, latencies and their parts are exact for every statement shown; "+
-			"--cpu-budget 0 follows every connection", deepest, last, 100*float64(sampled)/float64(max(endUS-startUS, 1)))
+			"--cpu-budget 0 follows every connection", deepest, last, cycleNote(g.steps), 100*float64(sampled)/float64(max(endUS-startUS, 1)))
 	}
 	if g.floored {
 		if len(g.steps) > 0 {
 			b.WriteString("; ")
 		}
-		fmt.Fprintf(&b, "watch stayed over its budget: following fewer connections would have left under %d statements/s to follow", minFollowed)
+		fmt.Fprintf(&b, "watch stayed over its budget: following fewer connections, or them less often, would have left under %d statements/s to follow", minFollowed)
 	}
 	return b.String()
 }
 
-// sampledSpan is how long (µs) the run followed fewer than all connections.
+// cycleNote says how often the sample was followed when a duty cycle
+// paused it ("" when never).
+func cycleNote(steps []SampleStep) string {
+	longest, last := 0, steps[len(steps)-1].Cycle
+	for _, s := range steps {
+		longest = max(longest, s.Cycle)
+	}
+	if longest <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", and followed them only 1 s in every %d s (every %d s at the end; the capture paused in between)", longest, max(last, 1))
+}
+
+// sampledSpan is how long (µs) the run followed fewer than all connections
+// or only part of the time.
 func sampledSpan(steps []SampleStep, endUS int64) int64 {
 	var span int64
 	for i, s := range steps {
-		if s.Sample <= 1 {
+		if s.Sample <= 1 && s.Cycle <= 1 {
 			continue
 		}
 		until := endUS

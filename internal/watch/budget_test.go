@@ -15,16 +15,27 @@ func govRun(g *governor, cur uint16, rate float64, shares ...float64) []uint16 {
 
 func govRunFollowing(g *governor, cur uint16, followed func(uint16) float64, shares ...float64) []uint16 {
 	g.cpus = 2
-	now, cpu := g.lastAt, g.lastCPU
+	c, ok := govClocks[g]
+	if !ok { // windows shorter than a duty cycle leave lastAt behind: the clock runs on here
+		c = govClock{g.lastAt, g.lastCPU}
+	}
 	var out []uint16
 	for _, s := range shares {
-		now = now.Add(time.Second)
-		cpu += time.Duration(s * 2 * float64(time.Second))
-		cur = g.observe(now, cpu, cur, followed)
+		c.now = c.now.Add(time.Second)
+		c.cpu += time.Duration(s * 2 * float64(time.Second))
+		cur = g.observe(c.now, c.cpu, cur, followed)
 		out = append(out, cur)
 	}
+	govClocks[g] = c
 	return out
 }
+
+type govClock struct {
+	now time.Time
+	cpu time.Duration
+}
+
+var govClocks = map[*governor]govClock{}
 
 func TestGovernorCutsInProportionAndSettles(t *testing.T) {
 	g := newGovernor(0.01, time.Unix(1000, 0), 0)
@@ -78,22 +89,75 @@ func TestGovernorKeepsAFloorOfStatementsFollowed(t *testing.T) {
 }
 
 // A cut that would leave no connection followed is not made, however
-// busy the server: 8 connections whose ports fall in a 1-in-8 sample once
-// and in no 1-in-16 sample.
+// busy the server: 8 connections whose ports fall in a 1-in-2 (and up to
+// 1-in-8) sample once and in no 1-in-16 sample. Over budget at that floor,
+// the governor follows it part of the time instead.
 func TestGovernorNeverFollowsNothing(t *testing.T) {
 	g := newGovernor(0.01, time.Unix(1000, 0), 0)
 	followed := func(n uint16) float64 {
-		if n >= 16 {
+		switch {
+		case n == 1:
+			return 7000
+		case n >= 16:
 			return 0
 		}
 		return 7000 / 8 // one connection of eight
 	}
+	// 6% cuts by 8, but 1 in 2 already leaves that one connection alone.
 	got := govRunFollowing(g, 1, followed, 0, 0.06, 0, 0, 0, 0, 0, 0.03, 0.03)
-	if want := []uint16{1, 8, 8, 8, 8, 8, 8, 8, 8}; !slices.Equal(got, want) {
+	if want := []uint16{1, 2, 2, 2, 2, 2, 2, 2, 2}; !slices.Equal(got, want) {
 		t.Fatalf("samples %v, want %v", got, want)
 	}
-	if !g.floored {
-		t.Error("over budget at the floor, not recorded")
+	// 3% at the floor: followed 1 s in 4 (875/s over 4 is still ≥ minFollowed).
+	if g.dutyShift != 2 || g.floored || g.steps[len(g.steps)-1].Cycle != 4 {
+		t.Errorf("at the floor: shift %d, floored %v, steps %+v; want 1 s in 4", g.dutyShift, g.floored, g.steps)
+	}
+}
+
+// govPhase feeds windows at share until the governor's duty shift is want
+// (or max windows pass); it returns the windows fed.
+func govPhase(t *testing.T, g *governor, cur *uint16, followed func(uint16) float64, share float64, want uint8, maxWindows int) int {
+	t.Helper()
+	for i := 1; i <= maxWindows; i++ {
+		*cur = govRunFollowing(g, *cur, followed, share)[0]
+		if g.dutyShift == want {
+			return i
+		}
+	}
+	t.Fatalf("at %.1f%%: shift %d after %d windows, want %d (steps %+v)", 100*share, g.dutyShift, maxWindows, want, g.steps)
+	return 0
+}
+
+// At the floor (one connection of a saturated server's eight), the duty
+// cycle lengthens while over budget, up to maxDutyShift and then the run
+// is floored; well under budget it shortens again before the sample
+// follows more connections.
+func TestGovernorPausesAtTheFloor(t *testing.T) {
+	followed := func(n uint16) float64 { return 38000 / float64(min(n, 8)) }
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	cur := uint16(8)
+	// settle, then two windows at 2%: 1 s in 2 (1 in 16 would cut nothing).
+	if n := govPhase(t, g, &cur, followed, 0.02, 1, 3); n != 3 || cur != 8 {
+		t.Fatalf("first duty cycle after %d windows at 1 in %d; want 3 windows, 1 in 8", n, cur)
+	}
+	// 1.2%: windows now span 2 s, and the cut settles 5 s first.
+	govPhase(t, g, &cur, followed, 0.012, 2, 20)
+	// far over: up to 1 s in 16, then floored.
+	govPhase(t, g, &cur, followed, 0.05, maxDutyShift, 40)
+	for i := 0; i < 40 && !g.floored; i++ { // a 16 s window settles, the next judges
+		cur = govRunFollowing(g, cur, followed, 0.05)[0]
+	}
+	if !g.floored || cur != 8 {
+		t.Errorf("over budget at 1 s in 16: floored %v, 1 in %d", g.floored, cur)
+	}
+	// well under: the cycle shortens step by step, the sample unchanged.
+	govPhase(t, g, &cur, followed, 0.002, maxDutyShift-1, 200)
+	if cur != 8 {
+		t.Errorf("shortening the cycle changed the sample to 1 in %d", cur)
+	}
+	note := g.note(time.Unix(1000, 0).UnixMicro(), time.Unix(1300, 0).UnixMicro())
+	if !strings.Contains(note, "1 s in every 16 s") {
+		t.Errorf("note %q does not name the longest cycle", note)
 	}
 }
 
@@ -122,18 +186,24 @@ func TestStartSample(t *testing.T) {
 	perConn := func(rate float64, conns int) func(uint16) float64 {
 		return func(n uint16) float64 { return rate / float64(n) }
 	}
+	// oneOfEight: a 1-in-n sample keyed on one connection of eight follows
+	// it alone from n = 8 on.
+	oneOfEight := func(rate float64) func(uint16) float64 {
+		return func(n uint16) float64 { return rate / float64(min(n, 8)) }
+	}
 	for _, c := range []struct {
-		name     string
-		rate     float64
-		budget   float64
-		followed func(uint16) float64
-		want     uint16
+		name      string
+		rate      float64
+		budget    float64
+		followed  func(uint16) float64
+		want      uint16
+		wantShift uint8
 	}{
-		{"quiet server: every connection", 1000, 0.01, perConn(1000, 64), 1},
-		{"unknown rate: every connection", 30000, 0.01, nil, 1},
-		{"30k/s on 2 CPUs: 12.5% estimated, 1 in 16", 30000, 0.01, perConn(30000, 64), 16},
-		{"no budget", 30000, 0, perConn(30000, 64), 1},
-		{"few connections: keep one followed", 30000, 0.01, func(n uint16) float64 {
+		{"quiet server: every connection", 1000, 0.01, perConn(1000, 64), 1, 0},
+		{"unknown rate: every connection", 30000, 0.01, nil, 1, 0},
+		{"30k/s on 2 CPUs: 12.5% estimated, 1 in 16", 30000, 0.01, perConn(30000, 64), 16, 0},
+		{"no budget", 30000, 0, perConn(30000, 64), 1, 0},
+		{"few connections: keep one followed, 3.1% estimated: 1 s in 4", 30000, 0.01, func(n uint16) float64 {
 			switch {
 			case n == 1:
 				return 30000
@@ -141,10 +211,15 @@ func TestStartSample(t *testing.T) {
 				return 0
 			}
 			return 30000 / 4
-		}, 4},
+		}, 2, 2},
+		// sysbench's 8 threads at 38k/s: one connection is 4,750/s, 2% estimated.
+		{"one connection over budget: 1 s in 2", 38000, 0.01, oneOfEight(38000), 8, 1},
+		// 1 s in 4 would leave 187/s followed on average: under minFollowed.
+		{"duty cycle keeps minFollowed", 6000, 0.001, oneOfEight(6000), 8, 1},
 	} {
-		if got := startSample(c.budget, 2, c.followed); got != c.want {
-			t.Errorf("%s: start at 1 in %d, want %d", c.name, got, c.want)
+		got, shift := startSample(c.budget, 2, c.followed)
+		if got != c.want || shift != c.wantShift {
+			t.Errorf("%s: start at 1 in %d, shift %d; want 1 in %d, shift %d", c.name, got, shift, c.want, c.wantShift)
 		}
 	}
 }
@@ -174,8 +249,22 @@ func TestGovernorCutsWhenTheRateJumps(t *testing.T) {
 		t.Errorf("steps %+v: want the first by rate, the second by CPU", g.steps)
 	}
 	// At 1 in 16 the rate no longer calls for a cut: 1,875/s is 0.78%.
-	if next := g.feedForward(16, followed); next != 16 {
-		t.Errorf("feed-forward at 1 in 16: %d", next)
+	if next, shift := g.feedForward(16, followed); next != 16 || shift != 0 {
+		t.Errorf("feed-forward at 1 in 16: %d, shift %d", next, shift)
+	}
+}
+
+// A load that starts after watch and that even the floor's sample cannot
+// follow within budget starts a duty cycle by its rate, with the cut.
+func TestGovernorPausesWhenTheRateJumpsAtTheFloor(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	rate := 0.0
+	followed := func(n uint16) float64 { return rate / float64(min(n, 8)) }
+	cur := govRunFollowing(g, 1, followed, 0.002)[0]
+	rate = 38000 // one connection of eight: 4,750/s, 2% estimated
+	cur = govRunFollowing(g, cur, followed, 0.002)[0]
+	if cur != 8 || g.dutyShift != 1 || len(g.steps) != 1 || !g.steps[0].ByRate || g.steps[0].Cycle != 2 {
+		t.Errorf("after the jump: 1 in %d, shift %d, steps %+v; want 1 in 8, 1 s in 2, by rate", cur, g.dutyShift, g.steps)
 	}
 }
 

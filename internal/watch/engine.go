@@ -62,6 +62,7 @@ type engine struct {
 	// (poller goroutine only).
 	sampleReadAt time.Time
 	trim         historyTrim // poller goroutine only (and connect, before it)
+	duty         dutyState   // poller goroutine only
 	// link belongs to the poller goroutine; startedAt (the server's start,
 	// Unix seconds, to tell a restart from a lost connection) is guarded by
 	// serverM.
@@ -261,6 +262,13 @@ func (e *engine) trimHistory(ctx context.Context) {
 			out[id] = true
 		}
 	}
+	if e.duty.paused() { // a duty cycle's pause: none followed
+		for id, host := range e.hosts {
+			if _, wired := hostPort(host); wired && !e.own.isOwn(host) {
+				out[id] = true
+			}
+		}
+	}
 	open := func(id uint64) bool { _, ok := e.hosts[id]; return ok }
 	if err := e.trim.sync(ctx, e.db, out, open); err != nil {
 		if ctx.Err() == nil {
@@ -380,9 +388,10 @@ func (e *engine) startingSample(ctx context.Context) capture.Sample {
 	e.queryRate, e.status, e.statusAt = rate, second, time.Now()
 	e.serverM.Unlock()
 	e.gov.key = e.pivotKey
-	n := e.budgetSample(startSample(e.gov.budget, e.gov.cpus, e.followedRate))
-	if n.On() {
-		e.gov.start(time.Now(), n.N, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
+	every, shift := startSample(e.gov.budget, e.gov.cpus, e.followedRate)
+	n := e.budgetSample(every)
+	if n.On() || shift > 0 {
+		e.gov.start(time.Now(), n.N, shift, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
 		e.sample.set(n)
 		e.sample.replace(e.hosts)
 	}
@@ -521,7 +530,7 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	if e.gov != nil {
 		o.Budget, o.Steps = e.gov.budget, e.gov.steps
 		if e.live != nil {
-			o.FollowedConns, o.AppConns = e.followedConns(e.live.Sample())
+			o.FollowedConns, o.AppConns = e.followedConns(e.live.Sample().Resumed())
 		}
 	}
 	return o

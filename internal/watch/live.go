@@ -39,6 +39,9 @@ func (e *engine) followingNote() string {
 	if e.live == nil || !e.live.Sample().On() {
 		return ""
 	}
+	if s := e.live.Sample(); s.Paused {
+		return "  capture paused (CPU budget: following " + describeSample(s.Resumed()) + " part of the time)"
+	}
 	return fmt.Sprintf("  following 1 in %d connections", e.live.Sample().N)
 }
 

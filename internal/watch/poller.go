@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
@@ -33,7 +32,12 @@ func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 				e.pollSlow(ctx)
 				lastSlow = time.Now()
 			}
-			t.Reset(every)
+			e.stepDuty(ctx, time.Now())
+			if e.gov.cycle() > 0 { // a duty cycle switches on time
+				t.Reset(min(every, dutyTick))
+			} else {
+				t.Reset(every)
+			}
 		}
 	}()
 	return done
@@ -289,7 +293,8 @@ func (e *engine) govern(ctx context.Context) {
 	if e.gov == nil || e.live == nil {
 		return
 	}
-	cur := e.live.Sample()
+	live := e.live.Sample()
+	cur := live.Resumed()
 	e.gov.key = e.pivotKey
 	now := time.Now()
 	next := e.budgetSample(e.gov.observe(now, ownCPU(), cur.N, e.followedRate))
@@ -299,14 +304,15 @@ func (e *engine) govern(ctx context.Context) {
 	if next.N == cur.N { // the pivot connection went: the same share, other connections
 		e.gov.rekey(now, next.N)
 	}
-	if err := e.live.SetSample(next); err != nil {
-		if !errors.Is(err, capture.ErrStopped) {
-			e.notes.add("CPU budget: could not change the capture's sample (%v): following 1 in %d from then on", err, cur.N)
-		}
-		e.gov = nil
+	server := next
+	if live.Paused { // a duty cycle's pause goes on; the next resume follows next
+		next.Paused = true
+		server.Paused = e.duty.serverPaused
+	}
+	if !e.setCapture(next) {
 		return
 	}
-	e.sample.set(next)
+	e.sample.set(server)
 	e.sample.replace(e.hosts)
 	e.trimHistory(ctx) // the history follows the new sample
 }

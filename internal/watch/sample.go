@@ -49,7 +49,7 @@ func (c *connSample) get() capture.Sample {
 func (c *connSample) set(s capture.Sample) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.s = capture.Sample{N: max(s.N, 1), Key: s.Key}
+	c.s = capture.Sample{N: max(s.N, 1), Key: s.Key, Paused: s.Paused}
 	c.in, c.out, c.made = map[uint64]bool{}, map[uint64]bool{}, false
 	c.closed = map[uint64]time.Time{}
 }
