@@ -40,7 +40,7 @@ func TestDutyCycledSysbench(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	steps := res.Own.Steps
-	t.Logf("%d statements; steps %+v; own %.2f s CPU; join %+v; notes %v", len(stmts), steps, res.Own.CPUSeconds, res.Join, res.Notes)
+	t.Logf("%d statements; steps %+v; own %.2f s CPU; join %+v; server %+v; notes %v", len(stmts), steps, res.Own.CPUSeconds, res.Join, res.ServerSide, res.Notes)
 	i := slices.IndexFunc(steps, func(s SampleStep) bool { return s.Cycle > 1 })
 	if i < 0 {
 		t.Fatalf("no duty cycle under a budget one connection exceeds: steps %+v", steps)

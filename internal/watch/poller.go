@@ -26,18 +26,16 @@ func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 				return
 			case <-t.C:
 			}
-			rows, lost := e.pollStatements(ctx)
-			every = e.nextInterval(every, rows, lost)
+			if !e.duty.quiet() {
+				rows, lost := e.pollStatements(ctx)
+				every = e.nextInterval(every, rows, lost)
+			}
 			if time.Since(lastSlow) >= slowPollEvery {
 				e.pollSlow(ctx)
 				lastSlow = time.Now()
 			}
 			e.stepDuty(ctx, time.Now())
-			if e.gov.cycle() > 0 { // a duty cycle switches on time
-				t.Reset(min(every, dutyTick))
-			} else {
-				t.Reset(every)
-			}
+			t.Reset(e.pollDelay(every))
 		}
 	}()
 	return done
