@@ -33,3 +33,32 @@ func TestDutyFollowsTheStartOfEveryCycle(t *testing.T) {
 		}
 	}
 }
+
+// The poller reads the history every dutyPoll while a duty cycle follows,
+// wakes every dutyTick while it pauses (reading nothing once the server
+// side paused too), and keeps its own interval without a cycle.
+func TestDutyPollPacing(t *testing.T) {
+	e := &engine{}
+	if got := e.pollDelay(time.Second); got != time.Second {
+		t.Errorf("no budget: %v", got)
+	}
+	e.gov = newGovernor(0.01, time.Unix(1000, 0), 0)
+	if got := e.pollDelay(time.Second); got != time.Second {
+		t.Errorf("budget, no cycle: %v", got)
+	}
+	e.gov.dutyShift = 2
+	if got := e.pollDelay(time.Second); got != dutyPoll {
+		t.Errorf("cycle, following: %v, want %v", got, dutyPoll)
+	}
+	if got := e.pollDelay(50 * time.Millisecond); got != 50*time.Millisecond {
+		t.Errorf("cycle, following, faster interval: %v", got)
+	}
+	e.duty.pausedAt = time.Unix(1001, 0)
+	if got := e.pollDelay(time.Second); got != dutyTick || e.duty.quiet() {
+		t.Errorf("paused in its grace: %v, quiet %v", got, e.duty.quiet())
+	}
+	e.duty.serverPaused = true
+	if !e.duty.quiet() {
+		t.Error("paused on both sides: not quiet")
+	}
+}
