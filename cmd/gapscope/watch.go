@@ -180,6 +180,9 @@ func writeOwnCost(out io.Writer, o watch.OwnCost) {
 			if o.AppConns > 0 {
 				fmt.Fprintf(out, ": %d of %d", o.FollowedConns, o.AppConns)
 			}
+			if c := o.Steps[n-1].Cycle; c > 1 {
+				fmt.Fprintf(out, ", 1 s in every %d s", c)
+			}
 		}
 		fmt.Fprint(out, ")")
 	}

@@ -18,6 +18,12 @@ func TestWriteOwnCost(t *testing.T) {
 		t.Fatalf("got %q, want %q", b.String(), want)
 	}
 	b.Reset()
+	writeOwnCost(&b, watch.OwnCost{CPUSeconds: 0.4, CPUs: 2, Share: 0.009, Budget: 0.01,
+		Steps: []watch.SampleStep{{Sample: 8, Cycle: 4}}, FollowedConns: 1, AppConns: 8})
+	if want := "(budget 1%; following 1 in 8 connections at the end: 1 of 8, 1 s in every 4 s)"; !strings.Contains(b.String(), want) {
+		t.Fatalf("duty cycle: got %q, want %q", b.String(), want)
+	}
+	b.Reset()
 	writeOwnCost(&b, watch.OwnCost{CPUSeconds: 0.2, CPUs: 2, Share: 0.001})
 	if got := b.String(); strings.Contains(got, "budget") || !strings.HasPrefix(got, "watch itself: 0.2 s CPU, 0.10% of 2 CPUs") {
 		t.Fatalf("without a budget: %q", got)
