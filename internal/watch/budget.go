@@ -360,9 +360,16 @@ func (g *governor) note(startUS, endUS int64) string {
 		}
 		last := g.steps[len(g.steps)-1].Sample
 		sampled := sampledSpan(g.steps, endUS)
-		fmt.Fprintf(&b, "watch followed fewer connections to stay within it, down to 1 in %d (1 in %d at the end; chosen by a hash of the client port)%s "+
-			"for %.0f%% of the run: counts and rates are the sample's, latencies and their parts are exact for every statement shown; "+
-			"--cpu-budget 0 follows every connection", deepest, last, cycleNote(g.steps), 100*float64(sampled)/float64(max(endUS-startUS, 1)))
+		if deepest > 1 {
+			fmt.Fprintf(&b, "watch followed fewer connections to stay within it, down to 1 in %d (1 in %d at the end; chosen by a hash of the client port)", deepest, last)
+			if c := cycleNote(g.steps, "them"); c != "" {
+				b.WriteString(", and " + c)
+			}
+		} else {
+			b.WriteString("to stay within it watch " + cycleNote(g.steps, "every connection"))
+		}
+		fmt.Fprintf(&b, " for %.0f%% of the run: counts and rates are the sample's, latencies and their parts are exact for every statement shown; "+
+			"--cpu-budget 0 follows every connection", 100*float64(sampled)/float64(max(endUS-startUS, 1)))
 	}
 	if g.floored {
 		if len(g.steps) > 0 {
@@ -373,9 +380,9 @@ func (g *governor) note(startUS, endUS int64) string {
 	return b.String()
 }
 
-// cycleNote says how often the sample was followed when a duty cycle
-// paused it ("" when never).
-func cycleNote(steps []SampleStep) string {
+// cycleNote says how often the sample (whom) was followed when a duty
+// cycle paused it ("" when never).
+func cycleNote(steps []SampleStep, whom string) string {
 	longest, last := 0, steps[len(steps)-1].Cycle
 	for _, s := range steps {
 		longest = max(longest, s.Cycle)
@@ -383,7 +390,7 @@ func cycleNote(steps []SampleStep) string {
 	if longest <= 1 {
 		return ""
 	}
-	return fmt.Sprintf(", and followed them only 1 s in every %d s (every %d s at the end; the capture paused in between)", longest, max(last, 1))
+	return fmt.Sprintf("followed %s only 1 s in every %d s (every %d s at the end; the capture paused in between)", whom, longest, max(last, 1))
 }
 
 // sampledSpan is how long (µs) the run followed fewer than all connections

@@ -171,6 +171,17 @@ func TestGovernorQuietRunSaysNothing(t *testing.T) {
 	}
 }
 
+// A duty cycle over every connection (one connection, busier than the
+// budget) says so without "1 in 1".
+func TestGovernorNoteOnACycleAlone(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	g.start(time.Unix(1000, 0), 1, 2, 0.03)
+	note := g.note(time.Unix(1000, 0).UnixMicro(), time.Unix(1010, 0).UnixMicro())
+	if !strings.Contains(note, "to stay within it watch followed every connection only 1 s in every 4 s") || strings.Contains(note, "1 in 1") {
+		t.Errorf("note %q", note)
+	}
+}
+
 func TestCeilPow2(t *testing.T) {
 	for _, c := range []struct {
 		x    float64
