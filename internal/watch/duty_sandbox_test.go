@@ -3,12 +3,10 @@ package watch
 import (
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
-	"github.com/gapscope/gapscope/internal/workload"
 )
 
 // TestDutyCycledSysbench runs sysbench on 8 connections under watch
@@ -26,19 +24,8 @@ func TestDutyCycledSysbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var mu sync.Mutex
-	var stmts []event.Statement
-	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
-		CPUBudget: 1e-6, EnableConsumers: true, OnStatement: func(s *event.Statement) {
-			mu.Lock()
-			defer mu.Unlock()
-			stmts = append(stmts, *s)
-		}}, func() error {
-		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
-		return err
-	})
-	mu.Lock()
-	defer mu.Unlock()
+	res, stmts := watchSysbench(t, ctx, inst, opts, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
+		CPUBudget: 1e-6, EnableConsumers: true})
 	steps := res.Own.Steps
 	t.Logf("%d statements; steps %+v; own %.2f s CPU; join %+v; server %+v; notes %v", len(stmts), steps, res.Own.CPUSeconds, res.Join, res.ServerSide, res.Notes)
 	i := slices.IndexFunc(steps, func(s SampleStep) bool { return s.Cycle > 1 })

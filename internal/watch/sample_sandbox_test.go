@@ -11,6 +11,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/workload"
 )
 
@@ -163,17 +164,8 @@ func clientPort(t *testing.T, conn string) uint16 {
 func TestBudgetedSysbench(t *testing.T) {
 	inst, opts, ctx := sysbenchServer(t, 48, 14*time.Second)
 	opts.Rate = 300 // transactions/s: ~5,400 statements/s
-	var mu sync.Mutex
-	var stmts []event.Statement
-	res := runDuring(t, ctx, Options{DSN: monitorDSN(t, inst), Iface: "lo", PollInterval: 100 * time.Millisecond,
-		CPUBudget: 1e-6, OnStatement: func(s *event.Statement) {
-			mu.Lock()
-			defer mu.Unlock()
-			stmts = append(stmts, *s)
-		}}, func() error {
-		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
-		return err
-	})
+	res, stmts := watchSysbench(t, ctx, inst, opts, Options{DSN: monitorDSN(t, inst), Iface: "lo", PollInterval: 100 * time.Millisecond,
+		CPUBudget: 1e-6})
 	steps := res.Own.Steps
 	t.Logf("%d statements; steps %+v; own %.2f s CPU; join %+v; notes %v", len(stmts), steps, res.Own.CPUSeconds, res.Join, res.Notes)
 	if len(steps) == 0 || steps[0].Sample < 2 {
@@ -214,6 +206,26 @@ func TestBudgetedSysbench(t *testing.T) {
 	if res.ServerSide.RingLost > int64(res.Join.Wire) {
 		t.Errorf("ring loss %d exceeds the %d statements followed: skipped connections counted as lost", res.ServerSide.RingLost, res.Join.Wire)
 	}
+}
+
+// watchSysbench runs sysbench's run phase (opts) on inst under watch
+// (wopts) and returns watch's result and every statement it reported.
+func watchSysbench(t *testing.T, ctx context.Context, inst *sandbox.Instance, opts workload.OLTPOptions, wopts Options) (*Result, []event.Statement) {
+	t.Helper()
+	var mu sync.Mutex
+	var stmts []event.Statement
+	wopts.OnStatement = func(s *event.Statement) {
+		mu.Lock()
+		defer mu.Unlock()
+		stmts = append(stmts, *s)
+	}
+	res := runDuring(t, ctx, wopts, func() error {
+		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
+		return err
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return res, stmts
 }
 
 // sampleAt is the sample a budgeted run followed at us.
