@@ -138,17 +138,23 @@ func newGovernor(budget float64, now time.Time, cpu time.Duration) *governor {
 // follow (nil: unknown).
 func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followed func(n uint16) float64) uint16 {
 	elapsed := now.Sub(g.lastAt)
-	if elapsed < g.window() {
-		return cur // too short to judge; the window goes on
+	share := 0.0 // unknown in a window too short to judge watch's CPU
+	if elapsed >= g.window() {
+		share = float64(cpu-g.lastCPU) / float64(elapsed) / float64(g.cpus)
 	}
-	share := float64(cpu-g.lastCPU) / float64(elapsed) / float64(g.cpus)
-	g.lastCPU, g.lastAt = cpu, now
 	if next, shift := g.feedForward(cur, followed); next > cur || shift > g.dutyShift {
+		// The server's rate calls for a cut, even in a short window (a
+		// load that just started): the next window starts with it.
+		g.lastCPU, g.lastAt = cpu, now
 		g.settle, g.over, g.under = settleAfterCut, 0, 0
 		g.dutyShift = shift
 		g.steps = append(g.steps, SampleStep{AtUS: now.UnixMicro(), Sample: next, Key: g.key, CPUShare: share, ByRate: true, Cycle: g.cycleSeconds()})
 		return next
 	}
+	if elapsed < g.window() {
+		return cur // too short to judge; the window goes on
+	}
+	g.lastCPU, g.lastAt = cpu, now
 	if g.settle > 0 {
 		// Settling is counted in seconds: a duty cycle's window spans several.
 		g.settle -= max(int((elapsed+250*time.Millisecond)/time.Second), 1)

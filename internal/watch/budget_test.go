@@ -279,6 +279,24 @@ func TestGovernorPausesWhenTheRateJumpsAtTheFloor(t *testing.T) {
 	}
 }
 
+// The rate's cut does not wait for a window long enough to judge watch's
+// CPU: a load that starts just after a window began is cut at once.
+func TestGovernorCutsByRateInAShortWindow(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	rate := 30000.0
+	followed := func(n uint16) float64 { return rate / float64(n) }
+	if got := g.observe(time.Unix(1000, 300_000_000), 0, 1, followed); got != 16 || len(g.steps) != 1 || !g.steps[0].ByRate {
+		t.Fatalf("300 ms into a window at 30k/s: 1 in %d, steps %+v; want 1 in 16 by rate", got, g.steps)
+	}
+	if g.lastAt != time.Unix(1000, 300_000_000) {
+		t.Errorf("the cut does not start a new window: last at %v", g.lastAt)
+	}
+	rate = 0
+	if got := g.observe(time.Unix(1000, 400_000_000), 0, 16, followed); got != 16 || len(g.steps) != 1 {
+		t.Errorf("a short window without a rate's cut decided: 1 in %d, steps %+v", got, g.steps)
+	}
+}
+
 func TestBudgetProcs(t *testing.T) {
 	for _, c := range []struct {
 		budget float64

@@ -3,6 +3,8 @@ package watch
 import (
 	"testing"
 	"time"
+
+	"github.com/gapscope/gapscope/internal/capture"
 )
 
 // A duty cycle follows for dutyOn at the start of every cycle; a new
@@ -60,5 +62,30 @@ func TestDutyPollPacing(t *testing.T) {
 	e.duty.serverPaused = true
 	if !e.duty.quiet() {
 		t.Error("paused on both sides: not quiet")
+	}
+}
+
+// A history read that shows more than twice what the last known rate says
+// the sample follows is a load the budget was not sized for.
+func TestLoadJumped(t *testing.T) {
+	e := &engine{sample: newConnSample(capture.All)}
+	if e.loadJumped(10_000, time.Second) {
+		t.Error("no budget: a jump reported")
+	}
+	e.gov = newGovernor(0.01, time.Unix(1000, 0), 0)
+	e.queryRate = 2000
+	for _, c := range []struct {
+		rows    int
+		elapsed time.Duration
+		want    bool
+	}{
+		{500, 250 * time.Millisecond, false},  // 2,000/s: as known
+		{1000, 250 * time.Millisecond, false}, // 4,000/s: under twice the known rate plus minFollowed
+		{1000, 200 * time.Millisecond, true},  // 5,000/s
+		{1000, 0, false},
+	} {
+		if got := e.loadJumped(c.rows, c.elapsed); got != c.want {
+			t.Errorf("%d rows in %v against 2,000/s known: jumped %v, want %v", c.rows, c.elapsed, got, c.want)
+		}
 	}
 }
