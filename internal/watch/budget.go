@@ -60,10 +60,11 @@ func ownCPU() time.Duration {
 // swing back and forth.
 const (
 	maxBudgetSample = 1024
-	// Windows a change needs to show. After a cut, watch still works off
-	// what it captured before: statements waiting up to --max-wait (5 s)
-	// for their server rows, a queue behind the tracker. Judged sooner,
-	// that backlog passes for the new sample's cost and cuts too deep.
+	// Seconds (windows of about one, without a duty cycle) a change needs
+	// to show. After a cut, watch still works off what it captured
+	// before: statements waiting up to --max-wait (5 s) for their server
+	// rows, a queue behind the tracker. Judged sooner, that backlog passes
+	// for the new sample's cost and cuts too deep.
 	settleAfterCut  = 5
 	settleAfterGrow = 1
 	maxCutFactor    = 8
