@@ -55,7 +55,7 @@ func (d *dutyState) paused() bool { return !d.pausedAt.IsZero() }
 // pauseGrace is how long after the capture pauses the server side still
 // reads the sample's statement rows: the last statements captured before
 // the pause finished just before it, and their rows come with the next
-// polls (MinPollInterval apart at the rates that call for a duty cycle).
+// reads (dutyTick apart while paused: two or three of them).
 const pauseGrace = 600 * time.Millisecond
 
 // followNow reports whether the duty cycle follows the sample at now:
