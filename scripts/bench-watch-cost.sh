@@ -8,7 +8,7 @@
 #   poll-1s       watch --no-capture --min-poll 1s (server polling only)
 #   poll-250ms    watch --no-capture (default --min-poll 250ms)
 #   watch-all     watch --cpu-budget 0 (capture of every connection)
-#   watch         watch with its defaults (CPU budget 1% of the host)
+#   watch         watch with its defaults (CPU budget 0.5% of the host)
 #   watch-sample4 watch --sample 4 (1 in 4 connections followed)
 # Environment: RING (10000), SECS (15), THREADS (8). Needs root and sysbench.
 set -euo pipefail
