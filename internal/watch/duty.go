@@ -89,8 +89,7 @@ func (e *engine) stepDuty(ctx context.Context, now time.Time) {
 		e.pauseCapture(ctx, now, cur)
 	case !follow && !e.duty.serverPaused && now.Sub(e.duty.pausedAt) >= pauseGrace:
 		e.duty.serverPaused = true
-		e.sample.set(cur)
-		e.sample.replace(e.hosts)
+		e.serverFollows(cur)
 	}
 }
 
@@ -105,10 +104,16 @@ func (e *engine) pauseCapture(ctx context.Context, now time.Time, cur capture.Sa
 
 func (e *engine) resumeCapture(ctx context.Context, s capture.Sample) {
 	e.duty.pausedAt, e.duty.serverPaused = time.Time{}, false
-	e.sample.set(s)
-	e.sample.replace(e.hosts)
+	e.serverFollows(s)
 	e.trimHistory(ctx)
 	e.setCapture(s)
+}
+
+// serverFollows makes the server side follow s: the rows it reads and
+// keeps, sorted by the last processlist read (e.hosts).
+func (e *engine) serverFollows(s capture.Sample) {
+	e.sample.set(s)
+	e.sample.replace(e.hosts)
 }
 
 // setCapture changes the capture's sample; on failure the budget stops
@@ -125,7 +130,7 @@ func (e *engine) setCapture(s capture.Sample) bool {
 	return false
 }
 
-// describeSample names what a sample follows, for notes.
+// describeSample names what a sample follows, for notes and the live view.
 func describeSample(s capture.Sample) string {
 	switch {
 	case s.Paused:

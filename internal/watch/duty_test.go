@@ -89,3 +89,21 @@ func TestLoadJumped(t *testing.T) {
 		}
 	}
 }
+
+// The live view says what is followed: nothing to say for every
+// connection, 1 in N, or a duty cycle's pause.
+func TestFollowingNote(t *testing.T) {
+	for _, c := range []struct {
+		s    capture.Sample
+		want string
+	}{
+		{capture.All, ""},
+		{capture.Sample{N: 8, Key: 3}, "  following 1 in 8 connections"},
+		{capture.Sample{N: 8, Key: 3, Paused: true}, "  capture paused (CPU budget: following 1 in 8 connections part of the time)"},
+		{capture.Sample{N: 1, Paused: true}, "  capture paused (CPU budget: following every connection part of the time)"},
+	} {
+		if got := followingNoteOf(c.s); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.s, got, c.want)
+		}
+	}
+}

@@ -392,8 +392,7 @@ func (e *engine) startingSample(ctx context.Context) capture.Sample {
 	n := e.budgetSample(every)
 	if n.On() || shift > 0 {
 		e.gov.start(time.Now(), n.N, shift, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
-		e.sample.set(n)
-		e.sample.replace(e.hosts)
+		e.serverFollows(n)
 	}
 	return n
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/diagnose"
 	"github.com/gapscope/gapscope/internal/event"
 )
@@ -34,15 +35,22 @@ func (e *engine) drawLive() {
 }
 
 // followingNote tells the live view that only a sample of the connections
-// is followed.
+// is followed, or none during a duty cycle's pause.
 func (e *engine) followingNote() string {
-	if e.live == nil || !e.live.Sample().On() {
+	if e.live == nil {
 		return ""
 	}
-	if s := e.live.Sample(); s.Paused {
+	return followingNoteOf(e.live.Sample())
+}
+
+func followingNoteOf(s capture.Sample) string {
+	switch {
+	case s.Paused:
 		return "  capture paused (CPU budget: following " + describeSample(s.Resumed()) + " part of the time)"
+	case s.On():
+		return "  following " + describeSample(s)
 	}
-	return fmt.Sprintf("  following 1 in %d connections", e.live.Sample().N)
+	return ""
 }
 
 // liveFindingsEvery is how often the live view re-runs the statement rules,

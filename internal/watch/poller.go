@@ -333,8 +333,7 @@ func (e *engine) govern(ctx context.Context) {
 	if !e.setCapture(next) {
 		return
 	}
-	e.sample.set(server)
-	e.sample.replace(e.hosts)
+	e.serverFollows(server)
 	e.trimHistory(ctx) // the history follows the new sample
 }
 
