@@ -4,12 +4,17 @@ BIN      := bin/gapscope
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build deps demo test test-short bench fuzz fuzz-brief vet clean
+.PHONY: all build deps demo test test-short race tidy-check bench fuzz fuzz-brief vet clean
 
 all: build
 
+# The binary names its VCS revision (gapscope version): go stamps it from a
+# clone (-buildvcs=auto overrides a GOFLAGS=-buildvcs=false); from a git
+# worktree, where go finds no repository, the linker flag carries it.
+REVISION := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/gapscope
+	$(GO) build -buildvcs=auto -ldflags "-X main.buildRevision=$(REVISION)" -o $(BIN) ./cmd/gapscope
 
 # deps installs the Debian packages gapscope's tests, labs and peer
 # benchmarks use, only those missing.
@@ -22,13 +27,28 @@ demo: deps build
 vet:
 	$(GO) vet $(PKGS)
 
-# test: everything, sandbox end-to-end tests included (-p 1: one package at a
-# time, so that labs timing real servers do not compete for the 2 cores with
-# another package's sandboxes), plus a brief run of
-# every fuzz target.
-test: build vet
+# test: go.mod tidy, everything, sandbox end-to-end tests included (-p 1:
+# one package at a time, so that labs timing real servers do not compete for
+# the 2 cores with another package's sandboxes), the race detector on the
+# concurrent packages, plus a brief run of every fuzz target.
+test: build vet tidy-check
 	$(GO) test -count=1 -p 1 -timeout 40m $(PKGS)
+	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory fuzz-brief FUZZTIME=3s
+
+# tidy-check fails when go.mod or go.sum differ from what go mod tidy would
+# write; -diff prints the difference and changes no file.
+tidy-check:
+	$(GO) mod tidy -diff
+
+# RACE_PKGS are the packages built on goroutines: the live engine, the
+# join and capture it feeds from, the report it renders while running, the
+# slow-log reader's parser goroutine, and the sinks when they exist.
+RACE_PKGS := $(foreach p,watch join capture report collect/slowlog export web,$(if $(wildcard internal/$(p)/*.go),./internal/$(p)))
+
+# race runs their short tests under the race detector (it needs cgo: gcc).
+race:
+	CGO_ENABLED=1 $(GO) test -race -short -count=1 $(RACE_PKGS)
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -5,7 +5,7 @@
 #   tcpdump -r F -x -nn -q -tttt | pt-query-digest --type tcpdump --watch-server 127.0.0.1:P
 #   tshark -r F -d tcp.port==P,mysql -Y mysql.query -T fields -e mysql.query
 # It prints, per tool: items decoded, median / min-max wall time, items/s,
-# peak RSS, and the speed-up of gapscope over each peer (DESIGN §5 targets:
+# peak RSS, and the speed-up of gapscope over each peer (the targets of docs/performance.md:
 # >= 100x pt-query-digest, >= 20x tshark).
 #
 # Environment: ROUNDS (default 3), CAPTURE (reuse a pcap; its sidecar

@@ -6,6 +6,8 @@
 # doubled, to show memory does not grow with file size.
 #
 #   scripts/bench-digest.sh [ROUNDS]        (default 3 rounds each)
+#   GAPSCOPE_ARGS="--group-by fingerprint" scripts/bench-digest.sh 3
+#                                           (gapscope groups as pt does)
 #
 # The log is generated once by testdata/gen/slowlog and cached under
 # $GAPSCOPE_BENCH_DIR (default /tmp/gapscope-bench).
@@ -56,7 +58,7 @@ run() {
 echo "log: $log ($(size "$log") bytes, $events events by awk)"
 g_walls=(); p_walls=(); g_cpus=(); p_cpus=(); g_rss=0; p_rss=0
 for i in $(seq 1 "$rounds"); do
-  read -r gw gr gc < <(run gapscope "$bin" digest --format json "$log")
+  read -r gw gr gc < <(run gapscope "$bin" digest --format json ${GAPSCOPE_ARGS:-} "$log")
   read -r pw pr pc < <(run pt-query-digest pt-query-digest "$log")
   printf 'round %d: gapscope %6.2fs wall %6.2fs cpu %7d KB | pt-query-digest %6.2fs wall %6.2fs cpu %7d KB\n' \
     "$i" "$gw" "$gc" "$gr" "$pw" "$pc" "$pr"
@@ -79,7 +81,7 @@ fi
 # Memory against file size: the same log twice over (same digests).
 double=$dir/mariadb-sysbench-x2.log
 [ "$(size "$double")" -eq $((2 * $(size "$log"))) ] || cat "$log" "$log" >"$double"
-read -r dw dr dc < <(run gapscope-x2 "$bin" digest --format json "$double")
+read -r dw dr dc < <(run gapscope-x2 "$bin" digest --format json ${GAPSCOPE_ARGS:-} "$double")
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (wall-clock ratios depend on it; CPU ratios much less)"
 awk -v e="$events" -v gm="$gm" -v pm="$pm" -v gc="$gc" -v pc="$pc" -v gr="$g_rss" -v pr="$p_rss" -v dr="$dr" -v dw="$dw" 'BEGIN {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-watch.sh: the capacity side of `gapscope watch` (issue 4, DESIGN §5):
+# bench-watch.sh: the capacity side of `gapscope watch` (issue 4, docs/performance.md):
 #   1. rate:  zero dropped packets at >= 20k statements/s. sysbench
 #      oltp_point_select (server-side prepared point selects, one statement
 #      per event) runs against a private sandbox while `bin/gapscope watch`

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: gapscope's main job on private MariaDB sandboxes. Two field
 # reports reproduced and diagnosed: thread-pool queueing the server never
-# times (seed 004) and a slow client inflating server time (seed 000).
+# times (the thread-pool case) and a slow client inflating server time (the
+# slow-client case); see docs/field-reports.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then

@@ -10,8 +10,11 @@ command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v pt-query-digest >/dev/null 2>&1 || need+=(percona-toolkit)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
+# the race detector (make race) needs cgo, hence a C compiler
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 sudo=""

@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
+	"github.com/gapscope/gapscope/internal/diagnose"
+	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -21,6 +24,8 @@ type analyzeFlags struct {
 	ports        []uint
 	keepLiterals bool
 	top          int
+	portsGiven   bool // --port was on the command line
+	class        classFlags
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -36,25 +41,43 @@ capture point saw it. Text and server-side prepared statements
 --keep-literals. Several files are read in order as one capture (rotated
 tcpdump -C/-G files keep their connections).
 
-Capture with:  tcpdump -U -i any -s 0 -w mysql.pcap port 3306`,
+The text report is a profile table (rank, ID, response time and share,
+calls, time per call, variance-to-mean, digest text cut to the line width)
+and, per digest, its attributes (time percentiles exact up to 128 calls,
+rows, bytes, zero window, errors by code), databases, users, client hosts,
+the query-time histogram and its slowest call; --format json holds the same
+with full texts.
+
+Capture with:  tcpdump -U -i any -s 0 -w mysql.pcap port 3306
+
+` + report.FilterHelp,
 		Example: `  gapscope analyze mysql.pcap
   gapscope analyze --port 3307 --top 10 a.pcapng b.pcapng.gz
   gapscope analyze --format json --events statements.jsonl mysql.pcap`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			f.portsGiven = c.Flags().Changed("port")
 			opts, err := f.captureOptions()
 			if err != nil {
 				return err
 			}
-			return runAnalyze(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), args, opts, f)
+			co, err := f.class.options(report.ClientLatency, time.UTC)
+			if err != nil {
+				return err
+			}
+			if co.relative() {
+				return usagef("analyze takes --since/--until as absolute times (2024-05-06T07:08:09Z), not durations")
+			}
+			return runAnalyze(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), args, opts, f, co)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.events, "events", "", "also write one JSON statement event per line to this file")
 	fl.UintSliceVar(&f.ports, "port", []uint{3306}, "server port (repeatable)")
-	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals in events (default: redacted)")
+	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals, and the values server error messages quote, in events (default: redacted)")
 	fl.IntVar(&f.top, "top", 20, "digests to show in text output (0: all)")
+	f.class.register(cmd, false)
 	return cmd
 }
 
@@ -76,31 +99,88 @@ func (f *analyzeFlags) captureOptions() (capture.Options, error) {
 	return opts, nil
 }
 
-func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags) error {
+func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags, co classOptions) error {
+	if err := checkCaptureFiles(files); err != nil {
+		return err
+	}
 	sink, err := newStatementSink(f.events, report.ClientLatency)
 	if err != nil {
 		return err
 	}
 	prog := report.NewProgress(errOut, totalSize(files), "reading")
 	opts.Progress = func(done, _ int64) { prog.Set(done) }
-	stats, err := capture.ReadFiles(ctx, files, opts, sink.add)
+	var wire diagnose.WireWindow
+	sel := newSelector(co, 0)
+	var x report.Extra
+	stats, err := capture.ReadFiles(ctx, files, opts, func(s *event.Statement) {
+		wire.Add(s) // the wire's findings see every statement, whatever the report shows
+		x = report.Extra{Host: clientHost(s.Conn)}
+		if sel.keep(s, &x) {
+			sink.profile.AddExtra(s, &x)
+			sink.events.write(s)
+		}
+	})
 	prog.Done()
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		sink.close()
 		return err
 	}
-	if err := sink.close(); err != nil {
+	// A failed events file does not cost the result: it is printed, and
+	// the run still fails at the end.
+	eventsErr := sink.close()
+	if err := noMySQLInCapture(stats, opts, interrupted); err != nil {
 		return err
 	}
-	for _, n := range analyzeNotes(stats, opts, interrupted) {
+	for _, n := range inputNotes(errOut, stats, f.portsGiven, opts) {
 		sink.profile.AddNote(n)
 	}
-	res := sink.profile.Result()
+	for _, n := range append(analyzeNotes(stats, opts, interrupted), sel.notes()...) {
+		sink.profile.AddNote(n)
+	}
+	if stats.Statements > 0 {
+		sink.profile.AddNote(diagnose.WireOnlyNote())
+	}
+	if err := writeAnalyzeResult(out, sink.profile.Result(), wire.Findings(), f, co); err != nil {
+		return err
+	}
+	return resultCompleteBut(eventsErr)
+}
+
+// writeAnalyzeResult prints the profile and the wire findings.
+func writeAnalyzeResult(out io.Writer, profile *report.ProfileResult, findings []event.Finding, f analyzeFlags, co classOptions) error {
+	res := analyzeResult{ProfileResult: profile, Findings: findings, NotJudged: diagnose.NotJudgedOnWire()}
+	if res.Findings == nil {
+		res.Findings = []event.Finding{}
+	}
+	co.rank(res.ProfileResult, f.format != "json", f.top)
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	return report.WriteProfileText(out, res, f.top)
+	if err := co.writeClassText(out, res.ProfileResult); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nfindings from the wire alone:\n\n")
+	return report.WriteFindingsBrief(out, res.Findings)
+}
+
+// analyzeResult is analyze's JSON: the profile, and the findings of the
+// rules that need only the wire (as in watch's result), with the codes of
+// those that could not be judged without the server's side.
+type analyzeResult struct {
+	*report.ProfileResult
+	Findings  []event.Finding `json:"findings"`
+	NotJudged []string        `json:"not_judged"`
+}
+
+// clientHost is the client's address without its port, from a captured
+// connection's "client:port>server:port" ("[v6]:port" for IPv6).
+func clientHost(conn string) string {
+	cli, _, _ := strings.Cut(conn, ">")
+	if i := strings.LastIndexByte(cli, ':'); i > 0 {
+		cli = cli[:i]
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(cli, "["), "]")
 }
 
 // analyzeNotes adds what the reader noticed and what the user should know.
@@ -108,14 +188,6 @@ func analyzeNotes(st capture.Stats, opts capture.Options, interrupted bool) []st
 	notes := st.Notes
 	if interrupted {
 		notes = append(notes, "interrupted: results cover the packets read so far")
-	}
-	if st.Flows == 0 && st.Packets > 0 {
-		ports := make([]string, len(opts.Ports))
-		for i, p := range opts.Ports {
-			ports[i] = fmt.Sprint(p)
-		}
-		notes = append(notes, fmt.Sprintf("no MySQL connection found in %d packets (ports %s): is the server on another --port?",
-			st.Packets, strings.Join(ports, ",")))
 	}
 	return notes
 }

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/sandbox"
 )
 
@@ -44,7 +46,7 @@ func TestAnalyzeExitCodes(t *testing.T) {
 		{[]string{filepath.Join(dir, "missing.pcap")}, exitFailure, "no such file"},
 		{[]string{junk}, exitFailure, "not a pcap or pcapng"},
 		{[]string{empty}, exitFailure, "empty"},
-		{[]string{"--events", filepath.Join(dir, "no/such/dir/ev.jsonl"), junk}, exitFailure, "creating events file"},
+		{[]string{"--events", filepath.Join(dir, "no/such/dir/ev.jsonl"), "../../testdata/captures/errors.pcap.gz"}, exitFailure, "creating events file"},
 	}
 	for _, c := range cases {
 		_, err := runAnalyzeCmd(t, c.args...)
@@ -146,4 +148,97 @@ func firstLine(t *testing.T, path string) string {
 	b, _ := os.ReadFile(path)
 	line, _, _ := bytes.Cut(b, []byte("\n"))
 	return string(line)
+}
+
+// TestAnalyzeRedactsErrorMessages: server error messages quote the values
+// and SQL of the failed statement; without --keep-literals the events file
+// carries them redacted like the SQL (code and SQLSTATE kept), with it
+// verbatim.
+func TestAnalyzeRedactsErrorMessages(t *testing.T) {
+	capture := "../../testdata/captures/errors.pcap.gz"
+	port := fmt.Sprint(fixturePort(t, "../../testdata/captures/errors.expect.json"))
+	read := func(args ...string) string {
+		t.Helper()
+		events := filepath.Join(t.TempDir(), "ev.jsonl")
+		if _, err := runAnalyzeCmd(t, append(args, "--port", port, "--events", events, capture)...); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	redacted := read()
+	for _, leak := range []string{"'1'", "'PRIMARY'", "SELEC 1", "at line 1"} {
+		if strings.Contains(redacted, leak) {
+			t.Errorf("events without --keep-literals carry %q:\n%s", leak, redacted)
+		}
+	}
+	for _, want := range []string{
+		`"code":1062,"state":"23000","msg":"Duplicate entry ? for key ?"`,
+		`"code":1064,"state":"42000","msg":"You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near ? at line ?"`,
+	} {
+		if !strings.Contains(redacted, want) {
+			t.Errorf("events lack %s:\n%s", want, redacted)
+		}
+	}
+	kept := read("--keep-literals")
+	for _, want := range []string{"Duplicate entry '1' for key 'PRIMARY'", "near 'SELEC 1' at line 1"} {
+		if !strings.Contains(kept, want) {
+			t.Errorf("--keep-literals: events lack %q", want)
+		}
+	}
+}
+
+// TestAnalyzeWireFindings: a capture of a client that sleeps before
+// reading an 11 MB result names CLIENT_BACKPRESSURE from the wire alone, in
+// JSON (findings, like watch's, with the zero window and bytes as evidence)
+// and in text, which also says what could not be judged without the
+// server's side.
+func TestAnalyzeWireFindings(t *testing.T) {
+	capture := "../../testdata/captures/slow-client.pcap.gz"
+	port := fmt.Sprint(fixturePort(t, "../../testdata/captures/slow-client.expect.json"))
+	out, err := runAnalyzeCmd(t, "--format", "json", "--port", port, capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Digests   []json.RawMessage `json:"digests"`
+		Findings  []event.Finding   `json:"findings"`
+		NotJudged []string          `json:"not_judged"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	var bp *event.Finding
+	for i := range res.Findings {
+		if res.Findings[i].Code == "CLIENT_BACKPRESSURE" {
+			bp = &res.Findings[i]
+		}
+	}
+	if bp == nil || len(res.Digests) == 0 {
+		t.Fatalf("no CLIENT_BACKPRESSURE (or no profile) in analyze's JSON:\n%s", out)
+	}
+	if zw, _ := bp.Evidence["zero_window_us"].(float64); zw < 2_700_000 {
+		t.Errorf("zero_window_us %v, want the capture's 2.76 s", bp.Evidence["zero_window_us"])
+	}
+	if rb, _ := bp.Evidence["resp_bytes"].(float64); rb < 11_000_000 {
+		t.Errorf("resp_bytes %v, want the 11 MB result", bp.Evidence["resp_bytes"])
+	}
+	if !strings.Contains(bp.Summary, "cannot tell whether the server's time was inflated") {
+		t.Errorf("summary does not say what the wire cannot tell: %q", bp.Summary)
+	}
+	if !slices.Contains(res.NotJudged, "SERVER_EXEC") {
+		t.Errorf("not_judged %v", res.NotJudged)
+	}
+	text, err := runAnalyzeCmd(t, "--port", port, capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"findings from the wire alone:", "CLIENT_BACKPRESSURE [WARNING]", "zero_window_us: 2760510", "not judged without the server's side: POOL_QUEUE, SERVER_EXEC"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
 }

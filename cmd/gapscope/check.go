@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ func init() { register(newCheckCmd) }
 
 func newCheckCmd() *cobra.Command {
 	var dsn, defaultsFile, format string
+	var noDefaults bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "check --dsn DSN",
@@ -32,15 +32,18 @@ SQL or option that fixes it: performance_schema on/off, missing consumers and
 instruments, the wait timer, thread-pool tables, and gapscope's grants.
 
 The DSN is go-sql-driver's form, user[:password]@tcp(host:port)/ ; or give
---defaults-file (my.cnf [client] user/password/host/port/socket). The password
-may come from MYSQL_PWD. Credentials are never printed.`,
+--defaults-file: a my.cnf read as the mysql client reads it ([client], [mysql]
+and [gapscope] groups; host=localhost or no host means the Unix socket).
+~/.my.cnf is read unless --no-defaults; the DSN's fields win over the file's.
+The password may come from MYSQL_PWD. Credentials are never printed.`,
 		Example: `  gapscope check --dsn 'monitor@tcp(db1:3306)/'
   MYSQL_PWD=secret gapscope check --dsn 'monitor@tcp(db1:3306)/' --format json
   gapscope check --defaults-file ~/.my.cnf`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if dsn == "" && defaultsFile == "" {
-				return usagef("check needs --dsn or --defaults-file")
+			defaultsFile, err := resolveTarget("check", dsn, defaultsFile, noDefaults)
+			if err != nil {
+				return err
 			}
 			if format != "text" && format != "json" {
 				return usagef("--format must be text or json, not %q", format)
@@ -58,72 +61,58 @@ may come from MYSQL_PWD. Credentials are never printed.`,
 		},
 	}
 	cmd.Flags().StringVar(&dsn, "dsn", "", "server to check, e.g. 'user@tcp(host:3306)/' (password from MYSQL_PWD)")
-	cmd.Flags().StringVar(&defaultsFile, "defaults-file", "", "my.cnf with a [client] group")
+	cmd.Flags().StringVar(&defaultsFile, "defaults-file", "", "my.cnf whose [client], [mysql] or [gapscope] group names the server (default ~/.my.cnf)")
+	addNoDefaultsFlag(cmd.Flags(), &noDefaults)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
 	return cmd
 }
 
-func runCheck(ctx context.Context, dsn, defaultsFile string) (collect.CheckReport, error) {
+// checkReport is what check prints: the server and the findings about what
+// it offers gapscope.
+type checkReport struct {
+	Server   collect.ServerInfo `json:"server"`
+	Findings []event.Finding    `json:"findings"`
+}
+
+// runCheck reads the server's capabilities and settings once and applies
+// the check rules to them.
+func runCheck(ctx context.Context, dsn, defaultsFile string) (checkReport, error) {
 	cfg, err := collect.Config(dsn, defaultsFile)
 	if err != nil {
-		return collect.CheckReport{}, err
+		return checkReport{}, err
 	}
 	db, err := collect.OpenConfig(ctx, cfg)
 	if err != nil {
-		return collect.CheckReport{}, err
+		return checkReport{}, err
 	}
 	defer db.Close()
-	rep, err := collect.Check(ctx, db)
-	if err != nil {
-		return rep, err
-	}
-	audit, err := configAudit(ctx, db, cfg.Addr)
-	if err != nil {
-		return rep, err
-	}
-	rep.Findings = append(rep.Findings, audit...)
-	return rep, nil
-}
-
-// duplicateOfCapability names the audit rules whose cause the capability
-// check already reports under its own, more specific code.
-var duplicateOfCapability = map[string]bool{
-	diagnose.CodeExcessGrants:     true, // GRANT_EXCESSIVE
-	diagnose.CodeMissingConsumers: true, // STATEMENT_HISTORY_OFF, STAGE_HISTORY_OFF, ...
-}
-
-// configAudit runs the configuration rules (concurrency caps, pool sizing,
-// instrumentation cost, transient statistics) on the server's settings.
-func configAudit(ctx context.Context, db *sql.DB, addr string) ([]event.Finding, error) {
 	caps, err := collect.GatherCapabilities(ctx, db)
 	if err != nil {
-		return nil, err
+		return checkReport{Server: caps.Server}, err
 	}
 	cores := 0
-	if host, _, err := net.SplitHostPort(addr); err == nil && collect.IsLocalHost(host) {
+	if host, _, err := net.SplitHostPort(cfg.Addr); err == nil && collect.IsLocalHost(host) {
 		cores = runtime.NumCPU()
 	}
 	w, err := diagnose.ServerWindow(ctx, db, caps, cores)
 	if err != nil {
-		return nil, err
+		return checkReport{Server: caps.Server}, err
 	}
-	var out []event.Finding
-	for _, f := range diagnose.Run(w, diagnose.ConfigRules()...) {
-		if !duplicateOfCapability[f.Code] {
-			out = append(out, f)
-		}
+	rep := checkReport{Server: caps.Server, Findings: diagnose.Run(w, diagnose.CheckRules()...)}
+	if rep.Findings == nil {
+		rep.Findings = []event.Finding{}
 	}
-	return out, nil
+	return rep, nil
 }
 
-func writeCheckJSON(w io.Writer, rep collect.CheckReport) error {
+func writeCheckJSON(w io.Writer, rep checkReport) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
 }
 
-func writeCheckText(w io.Writer, rep collect.CheckReport) error {
+func writeCheckText(w io.Writer, rep checkReport) error {
 	s := rep.Server
 	fmt.Fprintf(w, "server:  %s %s (%s)\n", s.Flavor, s.Version, s.VersionComment)
 	fmt.Fprintf(w, "user:    %s   uptime %ds\n", s.CurrentUser, s.UptimeS)

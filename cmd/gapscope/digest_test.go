@@ -80,17 +80,7 @@ func TestDigestTextStdinGzip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// "-" reads the process's stdin, not cobra's: swap it for a file.
-	f, err := os.CreateTemp(t.TempDir(), "stdin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(gz)
-	f.Seek(0, 0)
-	old := os.Stdin
-	os.Stdin = f
-	defer func() { os.Stdin = old }()
-	out, err := runDigestCmd(t, nil, "--top", "2", "-")
+	out, err := digestStdin(t, gz, "--top", "2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +104,9 @@ func TestDigestNotesForMalformedAndNonLogs(t *testing.T) {
 	if !strings.Contains(out, "4 slow-log events dropped: 1 header without statement, 2 statement text without header, 1 unreadable Query_time") {
 		t.Errorf("no drop note:\n%s", out)
 	}
+	// Not a slow log: exit 1, saying what it is, and no empty table.
 	out, err = runDigestCmd(t, nil, "--format", "json", "../../go.mod")
-	if err != nil || !strings.Contains(out, "no slow-log event in") {
+	if exitCode(err) != exitFailure || err == nil || !strings.Contains(err.Error(), "it is text") || out != "" {
 		t.Errorf("not a slow log (%v):\n%s", err, out)
 	}
 }
@@ -136,4 +127,49 @@ func TestDigestUsageAndFailures(t *testing.T) {
 	if exitCode(err) != exitFailure || !strings.Contains(err.Error(), "/no/such/slow.log") {
 		t.Errorf("missing file: exit %d (%v)", exitCode(err), err)
 	}
+}
+
+// Grouped by fingerprint, digest makes the statement text only for the
+// classes' samples (no --events, no --filter): the samples are the same as
+// when every statement has its text (a filter that keeps everything).
+func TestDigestFingerprintLazyTextSamples(t *testing.T) {
+	for _, log := range []string{"mariadb-10.11-sysbench.log", "percona-5.7.log", "mysql-8.0-slow-extra.log"} {
+		for _, keep := range []string{"--keep-literals=false", "--keep-literals"} {
+			lazy := digestSamples(t, log, keep)
+			eager := digestSamples(t, log, keep, "--filter", "query_time >= 0")
+			if len(lazy) < 2 || len(lazy) != len(eager) {
+				t.Fatalf("%s %s: %d classes lazily, %d eagerly", log, keep, len(lazy), len(eager))
+			}
+			for id, s := range lazy {
+				if s == "" || s != eager[id] {
+					t.Errorf("%s %s: class %s sample %q lazily, %q eagerly", log, keep, id, s, eager[id])
+				}
+			}
+		}
+	}
+}
+
+// digestSamples runs digest --group-by fingerprint and returns each
+// class's sample (JSON) by its ID.
+func digestSamples(t *testing.T, log string, args ...string) map[string]string {
+	t.Helper()
+	args = append([]string{"digest", "--format", "json", "--group-by", "fingerprint", "--top", "0"}, args...)
+	out, stderr, err := runCmdSplit(context.Background(), append(args, filepath.Join(slowlogDir, log))...)
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, stderr)
+	}
+	var r struct {
+		Digests []struct {
+			Digest string          `json:"digest"`
+			Sample json.RawMessage `json:"sample"`
+		} `json:"digests"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	samples := map[string]string{}
+	for _, d := range r.Digests {
+		samples[d.Digest] = string(d.Sample)
+	}
+	return samples
 }

@@ -15,7 +15,7 @@ func newLabConcurrencyCmd() *cobra.Command {
 	var runs int
 	cmd := &cobra.Command{
 		Use:   "concurrency",
-		Short: "Seed 002: canary latency explodes above a concurrency cap; gapscope finds the knee and names the setting",
+		Short: "The concurrency-cap case: canary latency explodes above a concurrency cap; gapscope finds the knee and names the setting",
 		Long: `concurrency starts a sandbox whose thread pool caps concurrency
 (thread_pool_size=2, thread_pool_max_threads=10: 8 statements at once, each
 group keeping a listener), ramps a load of SELECT SLEEP(0.02) connections

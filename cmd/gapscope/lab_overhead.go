@@ -15,7 +15,7 @@ func newLabOverheadCmd() *cobra.Command {
 	var o lab.OverheadOptions
 	cmd := &cobra.Command{
 		Use:   "overhead",
-		Short: "Seed 001: what performance_schema, optimizer_trace and gapscope itself cost in throughput",
+		Short: "The overhead case: what performance_schema, optimizer_trace and gapscope itself cost in throughput",
 		Long: `overhead starts a sandbox and runs a short OLTP read/write workload under
 performance_schema off (the baseline), default, every instrument and consumer
 on, optimizer_trace on, and gapscope watch running, in rotated rounds. It

@@ -17,7 +17,7 @@ func newLabPlanFlipCmd() *cobra.Command {
 	var noTrace bool
 	cmd := &cobra.Command{
 		Use:   "planflip",
-		Short: "Seed 003: the same SELECT flips to a full scan when its table statistics go wrong",
+		Short: "The plan-flip case: the same SELECT flips to a full scan when its table statistics go wrong",
 		Long: `planflip starts a sandbox with t (200,000 rows, KEY k) and u (1,000 rows, KEY y),
 runs t JOIN u ON t.k = u.x WHERE u.y = ? fast a few times while gapscope keeps
 its usual plan, then breaks the engine-independent statistics (avg_frequency

@@ -5,29 +5,36 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/spf13/cobra"
 )
 
-// Exit codes (DESIGN §1).
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
-)
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-// usageError marks errors caused by bad flags or arguments (exit 2).
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+// run executes one command line and returns its exit code; the error, if
+// any, goes to stderr with every known secret masked.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "gapscope:", collect.Mask(err.Error()))
+	}
+	return exitCode(err)
+}
 
 // subcommands lists constructors registered by each subcommand's file.
 var subcommands []func() *cobra.Command
@@ -45,43 +52,23 @@ request / queue / exec / send-stall / delivery, then names the cause.
 Offline:  gapscope analyze capture.pcap     gapscope digest slow.log
 Live:     gapscope watch --dsn DSN          gapscope check --dsn DSN
 Labs:     gapscope lab threadpool           (private sandbox, no setup)`,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// A root with subcommands and no Args lets cobra report an unknown
+		// command as an untyped error; this validator types it.
+		Args: rootArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+		// Every command accepts --format in any case: json, JSON, Json.
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error { return lowerFormatFlag(c) },
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetVersionTemplate("gapscope {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	typeArgErrors(root)
 	return root
-}
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := newRootCmd().ExecuteContext(ctx)
-	os.Exit(exitCode(err))
-}
-
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	fmt.Fprintln(os.Stderr, "gapscope:", err)
-	var u usageError
-	if errors.As(err, &u) || isCobraUsage(err) {
-		return exitUsage
-	}
-	return exitFailure
-}
-
-// isCobraUsage recognises cobra's own argument errors (unknown command,
-// wrong number of args), which it does not type.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires at least", "requires exactly", "invalid argument"} {
-		if len(msg) >= len(p) && containsFold(msg, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -19,6 +19,7 @@ func init() { register(newPlansCmd) }
 
 type plansFlags struct {
 	dsn, defaultsFile, storePath, format string
+	noDefaults                           bool
 	duration                             time.Duration
 	opts                                 plans.Options
 }
@@ -51,7 +52,8 @@ Fast executions come from performance_schema statement history when it is on
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dsn, "dsn", "", "server to watch, e.g. 'user@tcp(host:3306)/' (password from MYSQL_PWD)")
-	fl.StringVar(&f.defaultsFile, "defaults-file", "", "my.cnf with a [client] group")
+	fl.StringVar(&f.defaultsFile, "defaults-file", "", "my.cnf whose [client], [mysql] or [gapscope] group names the server (default ~/.my.cnf)")
+	addNoDefaultsFlag(fl, &f.noDefaults)
 	fl.DurationVar(&f.opts.Threshold, "threshold", time.Second, "a statement running longer than this is slow: its live plan is caught")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C)")
 	fl.StringVar(&f.storePath, "store", "", "SQLite store to record plans and findings in")
@@ -65,9 +67,11 @@ Fast executions come from performance_schema statement history when it is on
 }
 
 func (f *plansFlags) check() error {
+	var err error
+	if f.defaultsFile, err = resolveTarget("plans", f.dsn, f.defaultsFile, f.noDefaults); err != nil {
+		return err
+	}
 	switch {
-	case f.dsn == "" && f.defaultsFile == "":
-		return usagef("plans needs --dsn or --defaults-file")
 	case f.format != "text" && f.format != "json":
 		return usagef("--format must be text or json, not %q", f.format)
 	case f.opts.Threshold <= 0:

@@ -26,6 +26,7 @@ func init() { register(newProbeCmd) }
 
 type probeFlags struct {
 	dsn, defaultsFile, monitorDSN string
+	noDefaults                    bool
 	every                         time.Duration
 	repeat, inserts, count, cores int
 	workload, storePath, format   string
@@ -37,8 +38,9 @@ func newProbeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe --dsn DSN",
 		Short: "Canary: time a small workload on schedule beside Threads_running; find the concurrency knee",
-		Long: `probe runs seed 002's canary (TRUNCATE + 100 single-row INSERTs, --repeat
-times, in a scratch schema it creates and drops) every --every, and records
+		Long: `probe runs the canary of the concurrency-cap case (docs/field-reports.md):
+TRUNCATE + 100 single-row INSERTs, --repeat times, in a scratch schema it
+creates and drops, every --every, and records
 each run's max/avg/median beside the Threads_running, Threads_connected and
 thread-pool queue lengths read while it ran. At the end it fits log latency
 against Threads_running with two segments, and ties the knee to the setting
@@ -60,7 +62,8 @@ summary.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dsn, "dsn", "", "server to probe: user[:pass]@tcp(host:port)/ (password also from MYSQL_PWD)")
-	fl.StringVar(&f.defaultsFile, "defaults-file", "", "read [client] user/password/host/port from this my.cnf")
+	fl.StringVar(&f.defaultsFile, "defaults-file", "", "my.cnf whose [client], [mysql] or [gapscope] group names the server (default ~/.my.cnf)")
+	addNoDefaultsFlag(fl, &f.noDefaults)
 	fl.StringVar(&f.monitorDSN, "monitor-dsn", "", "connection for status reads (default: --dsn); use the thread pool's extra port")
 	fl.DurationVar(&f.every, "every", 60*time.Second, "time between the starts of two runs")
 	fl.IntVar(&f.repeat, "repeat", 20, "repetitions per run (each timed)")
@@ -75,9 +78,11 @@ summary.`,
 }
 
 func (f *probeFlags) check() error {
+	var err error
+	if f.defaultsFile, err = resolveTarget("probe", f.dsn, f.defaultsFile, f.noDefaults); err != nil {
+		return err
+	}
 	switch {
-	case f.dsn == "" && f.defaultsFile == "":
-		return usagef("probe needs --dsn or --defaults-file")
 	case f.format != "text" && f.format != "json":
 		return usagef("--format must be text or json, not %q", f.format)
 	case f.every <= 0:
@@ -102,7 +107,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 	}
 	defer mon.Close()
 	opts.Monitor = mon
-	rec, err := openProbeStore(ctx, f)
+	rec, err := openProbeStore(ctx, f, collect.Target(cfg))
 	if err != nil {
 		return err
 	}
@@ -113,7 +118,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 		return rec.add(opts, p)
 	}
 	opts.OnDiscard = func(err error) { fmt.Fprintf(errOut, "  run failed, discarded: %v\n", err) }
-	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.RedactDSN(cfg.FormatDSN()), probeName(opts), f.every)
+	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.Target(cfg), probeName(opts), f.every)
 	res, err := probe.Run(ctx, opts)
 	if cerr := rec.close(res); err == nil {
 		err = cerr
@@ -225,7 +230,7 @@ type probeRecorder struct {
 	run int64
 }
 
-func openProbeStore(ctx context.Context, f probeFlags) (*probeRecorder, error) {
+func openProbeStore(ctx context.Context, f probeFlags, target string) (*probeRecorder, error) {
 	if f.storePath == "" {
 		return &probeRecorder{}, nil
 	}
@@ -233,7 +238,7 @@ func openProbeStore(ctx context.Context, f probeFlags) (*probeRecorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := st.StartRun(ctx, "probe", collect.RedactDSN(f.dsn), time.Now().UnixMicro())
+	run, err := st.StartRun(ctx, "probe", target, time.Now().UnixMicro())
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +57,7 @@ nothing fetched. Sections appear when their data is there:
 			if f.run < 0 {
 				return usagef("--run must be a run id (see the runs in the report), not %d", f.run)
 			}
-			return runReport(c.Context(), c.OutOrStdout(), f)
+			return runReport(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), f)
 		},
 	}
 	fl := cmd.Flags()
@@ -72,7 +69,7 @@ nothing fetched. Sections appear when their data is there:
 	return cmd
 }
 
-func runReport(ctx context.Context, stdout io.Writer, f reportFlags) error {
+func runReport(ctx context.Context, stdout, errOut io.Writer, f reportFlags) error {
 	data := &report.HTMLData{Title: f.title, Generated: time.Now()}
 	if f.storePath != "" {
 		if err := loadStore(ctx, data, f); err != nil {
@@ -80,7 +77,7 @@ func runReport(ctx context.Context, stdout io.Writer, f reportFlags) error {
 		}
 	}
 	if len(f.events) > 0 {
-		if err := loadEvents(data, f.events); err != nil {
+		if err := loadEvents(data, f.events, errOut); err != nil {
 			return err
 		}
 	}
@@ -109,13 +106,18 @@ func loadStore(ctx context.Context, data *report.HTMLData, f reportFlags) error 
 
 // loadEvents adds the statements of JSON-lines event files to the
 // statement charts.
-func loadEvents(data *report.HTMLData, paths []string) error {
+func loadEvents(data *report.HTMLData, paths []string, errOut io.Writer) error {
 	if data.Statements == nil {
 		data.Statements = report.NewStatementSummary()
 	}
 	for _, p := range paths {
-		if err := readEventFile(p, data.Statements); err != nil {
+		note, err := readEventFile(p, data.Statements)
+		if err != nil {
 			return err
+		}
+		if note != "" {
+			fmt.Fprintln(errOut, "note:", note)
+			data.Notes = append(data.Notes, note)
 		}
 	}
 	data.Source = strings.TrimPrefix(data.Source+", "+filepath.Base(paths[0]), ", ")
@@ -125,28 +127,28 @@ func loadEvents(data *report.HTMLData, paths []string) error {
 	return nil
 }
 
-func readEventFile(path string, sum *report.StatementSummary) error {
+// readEventFile adds the statements of one events file to sum and returns
+// a note when its last line was torn ("" when not).
+func readEventFile(path string, sum *report.StatementSummary) (string, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("reading events: %w", err)
+		return "", fmt.Errorf("reading events: %w", err)
 	}
 	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // a statement's SQL may be megabytes
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var st event.Statement
-		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
-			return fmt.Errorf("reading events %s:%d: %w", path, line, err)
-		}
-		sum.Add(&st)
+	read, err := report.ReadEvents(fh, sum.Add)
+	var bad *report.LineError
+	if errors.As(err, &bad) {
+		return "", fmt.Errorf("reading events %s:%d: %w", path, bad.Line, bad.Err)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading events %s: %w", path, err)
+	if err != nil {
+		return "", fmt.Errorf("reading events %s: %w", path, err)
 	}
-	return nil
+	if read.Statements == 0 {
+		// Empty, or one unterminated line of something else (read as a
+		// torn tail): a report from it would chart nothing and say nothing.
+		return "", fmt.Errorf("%s holds no statement event (%d bytes unreadable): report reads the JSON lines written by watch, analyze or digest --events", path, read.TornBytes)
+	}
+	return read.TornNote(path), nil
 }
 
 // loadHTMLData reads every section's data for the run selected (all runs

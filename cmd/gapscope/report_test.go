@@ -492,3 +492,24 @@ func TestReportFromEventFiles(t *testing.T) {
 		t.Errorf("malformed events: exit %d (%v)", exitCode(err), err)
 	}
 }
+
+// An events file without one whole statement (empty, or a single line of
+// something else with no newline, which reads as a torn tail) is the wrong
+// input, not an empty report: exit 1, and no HTML written.
+func TestReportEventsWithoutStatements(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"empty.jsonl": "", "blank.jsonl": "\n\n", "oneline.txt": "not json at all"} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, name+".html")
+		_, err := runReportCmd(t, "--events", path, "-o", out)
+		if exitCode(err) != exitFailure || !strings.Contains(err.Error(), "no statement event") {
+			t.Errorf("%s: exit %d (%v), want %d saying it holds no statement event", name, exitCode(err), err, exitFailure)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: a report was written", name)
+		}
+	}
+}

@@ -3,17 +3,25 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
 )
 
-// eventsFile is an --events file: one JSON statement per line. Write errors
-// are kept and reported by close, so a full disk is never silent.
+// eventsFile is an --events file: one JSON statement per line. The first
+// write error is kept (later statements are not written), handed to onFail
+// when set, and returned by close, so a full disk is never silent.
 type eventsFile struct {
+	path   string
+	mu     sync.Mutex // write, the flusher and close
 	file   *os.File
 	events *report.EventWriter
 	err    error
+	onFail func(error)
+	stop   chan struct{} // closed by close; nil without a flusher
+	done   chan struct{}
 }
 
 // openEvents creates path; an empty path gives a nil *eventsFile whose
@@ -26,12 +34,59 @@ func openEvents(path string) (*eventsFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating events file: %w", err)
 	}
-	return &eventsFile{file: f, events: report.NewEventWriter(f)}, nil
+	return &eventsFile{path: path, file: f, events: report.NewEventWriter(f)}, nil
 }
 
 func (e *eventsFile) write(st *event.Statement) {
-	if e != nil && e.err == nil {
-		e.err = e.events.Write(st)
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.failed(e.events.Write(st))
+	}
+}
+
+// failed keeps err, the first one, and tells onFail.
+func (e *eventsFile) failed(err error) {
+	if err == nil || e.err != nil {
+		return
+	}
+	e.err = fmt.Errorf("events file %s: %w", e.path, err)
+	if e.onFail != nil {
+		e.onFail(e.err)
+	}
+}
+
+// flushEvery writes buffered lines through every interval until close, so
+// that a process killed without a chance to close loses at most that much
+// (and the line being written, which readers recognise as torn).
+func (e *eventsFile) flushEvery(interval time.Duration) {
+	if e == nil || e.stop != nil {
+		return
+	}
+	e.stop, e.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(e.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+				e.flush()
+			}
+		}
+	}()
+}
+
+func (e *eventsFile) flush() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.failed(e.events.Flush())
 	}
 }
 
@@ -40,11 +95,15 @@ func (e *eventsFile) close() error {
 	if e == nil {
 		return nil
 	}
-	if e.err == nil {
-		e.err = e.events.Flush()
+	if e.stop != nil {
+		close(e.stop)
+		<-e.done
 	}
-	if err := e.file.Close(); e.err == nil && err != nil {
-		e.err = fmt.Errorf("writing events: %w", err)
+	e.flush()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.file.Close(); err != nil {
+		e.failed(err)
 	}
 	return e.err
 }
@@ -70,3 +129,12 @@ func (s *statementSink) add(st *event.Statement) {
 }
 
 func (s *statementSink) close() error { return s.events.close() }
+
+// resultCompleteBut is the error of a run whose result was printed whole
+// while its events file failed (nil when it did not).
+func resultCompleteBut(eventsErr error) error {
+	if eventsErr == nil {
+		return nil
+	}
+	return fmt.Errorf("the result above is complete, but: %w", eventsErr)
+}

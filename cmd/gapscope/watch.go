@@ -2,13 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
@@ -27,6 +34,7 @@ type watchFlags struct {
 	minPoll                   time.Duration
 	events, storePath, format string
 	keepLiterals, noCapture   bool
+	noDefaults                bool
 	enableConsumers, noLive   bool
 	plans                     bool
 	plansThreshold            time.Duration
@@ -35,6 +43,8 @@ type watchFlags struct {
 	cpuBudget                 float64
 	cpuProfile                string
 	top                       int
+	exp                       exportFlags
+	capturePoint              string
 }
 
 func newWatchCmd() *cobra.Command {
@@ -54,7 +64,10 @@ The five parts sum exactly to the client's time. On exit (Ctrl-C or
 --duration) it prints the profile with the parts and the findings.
 
 Without capture rights, with TLS, or with performance_schema off, it
-degrades to what it can measure and says so in the notes.`,
+degrades to what it can measure and says so in the notes. Without the
+wire the profile is the server's time and what the wire would add is
+shown as unknown. A failed --events or --store write is reported when it
+happens; watch goes on, prints its result and exits 1.`,
 		Example: `  gapscope watch --dsn 'monitor:secret@tcp(127.0.0.1:3306)/' --duration 60s
   gapscope watch --dsn 'root@tcp(db1:3306)/' --iface eth0 --events stmts.jsonl --store watch.db
   MYSQL_PWD=secret gapscope watch --dsn 'monitor@tcp(127.0.0.1:3306)/' --enable-consumers`,
@@ -64,37 +77,64 @@ degrades to what it can measure and says so in the notes.`,
 		},
 	}
 	fl := cmd.Flags()
+	d := watch.DefaultOptions()
 	fl.StringVar(&f.dsn, "dsn", "", "server to watch: user[:pass]@tcp(host:port)/ (password also from MYSQL_PWD)")
-	fl.StringVar(&f.defaultsFile, "defaults-file", "", "read [client] user/password/host/port from this my.cnf")
+	fl.StringVar(&f.defaultsFile, "defaults-file", "", "my.cnf whose [client], [mysql] or [gapscope] group names the server (default ~/.my.cnf)")
+	addNoDefaultsFlag(fl, &f.noDefaults)
 	fl.StringVar(&f.iface, "iface", "", "capture interface (default: the one that reaches the server)")
 	fl.UintSliceVar(&f.ports, "port", nil, "server port on the wire (repeatable; default: the DSN's port)")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C)")
-	fl.DurationVar(&f.poll, "poll", time.Second, "longest performance_schema poll interval (it halves, down to --min-poll, while the history ring fills faster than it is read)")
-	fl.DurationVar(&f.minPoll, "min-poll", 250*time.Millisecond, "shortest poll interval while the ring fills (each poll scans the ring on the server: faster costs its throughput; a --cpu-budget duty cycle polls every 100ms while it follows and not while paused)")
-	fl.DurationVar(&f.maxWait, "max-wait", 5*time.Second, "how long a statement waits for its other half before it is reported unjoined")
-	fl.StringVar(&f.events, "events", "", "write one JSON statement event per line to this file")
+	fl.DurationVar(&f.poll, "poll", d.PollInterval, "longest performance_schema poll interval (it halves, down to --min-poll, while the history ring fills faster than it is read)")
+	fl.DurationVar(&f.minPoll, "min-poll", d.MinPollInterval, "shortest poll interval while the ring fills (each poll scans the ring on the server: faster costs its throughput)")
+	fl.DurationVar(&f.maxWait, "max-wait", d.MaxWait, "how long a statement waits for its other half before it is reported unjoined")
+	fl.StringVar(&f.events, "events", "", "write one JSON statement event per line to this file (written through every second, so a killed watch leaves all but its last second)")
 	fl.StringVar(&f.storePath, "store", "", "record statements and findings in this SQLite file")
 	fl.StringVar(&f.format, "format", "text", "final report: text or json")
-	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals (default: redacted)")
-	fl.BoolVar(&f.noCapture, "no-capture", false, "do not capture: server-side times only")
-	fl.BoolVar(&f.enableConsumers, "enable-consumers", false, "turn on the performance_schema consumers watch needs for this run and, while it follows only some connections, turn the others' statement history off (threads.HISTORY: their digests and summaries still count); all restored on exit")
+	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals and the values server error messages quote (default: redacted)")
+	fl.BoolVar(&f.noCapture, "no-capture", false, "do not capture: the profile ranks by the server's time (performance_schema); queue, delivery and client time are unknown")
+	fl.BoolVar(&f.enableConsumers, "enable-consumers", false, "turn on the performance_schema consumers watch needs for this run (events_statements_current, _history_long, and _history, where slow statements are read); restored on exit")
 	fl.BoolVar(&f.noLive, "no-live", false, "no live view, only the final report")
 	fl.BoolVar(&f.plans, "plans", false, "catch the live plan of statements slower than --plans-threshold and report PLAN_FLIP")
-	fl.DurationVar(&f.plansThreshold, "plans-threshold", time.Second, "with --plans: a statement running this long is slow")
-	fl.IntVar(&f.ringMB, "ring-mb", 32, "kernel capture ring in MiB (raise it if the final report shows kernel drops)")
-	fl.Float64Var(&f.cpuBudget, "cpu-budget", 100*watch.DefaultCPUBudget, "keep watch's own CPU under this percentage of the host's CPUs: on a server too busy for that it follows 1 in 2, 4, 8... connections (by client port, always at least one busy connection) and, when even one is too many, that one 1 s in every 2, 4... 16 s, and says so; 0: follow every connection whatever it costs")
-	fl.Uint16Var(&f.sample, "sample", 1, "follow a fixed 1 in N connections (chosen by a hash of the client port) instead of letting --cpu-budget choose; 1: all, as the budget allows")
+	fl.DurationVar(&f.plansThreshold, "plans-threshold", d.PlansThreshold, "with --plans: a statement running this long is slow")
+	fl.IntVar(&f.ringMB, "ring-mb", d.RingMB, "kernel capture ring in MiB (raise it if the final report shows kernel drops)")
+	fl.Float64Var(&f.cpuBudget, "cpu-budget", 100*d.CPUBudget, "keep watch's own CPU under this percentage of the host's CPUs on average: every statement is always captured and counted, and every slow one joined; on a server too busy for the budget, the fast statements of only 1 in 2, 4, 8... connections (by client port, always at least one busy connection) are joined and decomposed, and the report says so; 0: join every connection whatever it costs")
+	fl.Uint16Var(&f.sample, "sample", d.Sample, "join the fast statements of a fixed 1 in N connections (chosen by a hash of the client port) instead of letting --cpu-budget choose; every connection is still captured; 1: all, as the budget allows")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gapscope itself to this file (to measure its cost)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
+	f.exp.register(fl)
+	fl.StringVar(&f.capturePoint, "capture-point", capture.PointAuto, "where the capture runs: server (the server's host), client (the application's host), between (a tap), or auto (from this host's addresses); off the server's host the network transit measured from TCP goes to request and delivery, never to queue")
 	return cmd
 }
 
+// checkIface refuses an --iface this host does not have: a typo would
+// otherwise fail only once capturing starts, and watch would fall back to
+// the server's side alone with a note about capture rights.
+func checkIface(iface string, noCapture bool) error {
+	if iface == "" || noCapture {
+		return nil
+	}
+	if _, err := net.InterfaceByName(iface); err == nil {
+		return nil
+	}
+	var names []string
+	if all, err := net.Interfaces(); err == nil {
+		for _, i := range all {
+			names = append(names, i.Name)
+		}
+	}
+	return usagef("--iface %q: no such interface on this host (a live capture takes one of: %s)", iface, strings.Join(names, ", "))
+}
+
 func (f *watchFlags) options() (watch.Options, error) {
-	if f.dsn == "" && f.defaultsFile == "" {
-		return watch.Options{}, usagef("--dsn or --defaults-file is required")
+	defaultsFile, err := resolveTarget("watch", f.dsn, f.defaultsFile, f.noDefaults)
+	if err != nil {
+		return watch.Options{}, err
 	}
 	if f.format != "text" && f.format != "json" {
 		return watch.Options{}, usagef("--format must be text or json, not %q", f.format)
+	}
+	if f.capturePoint == capture.PointUnknown || !capture.ValidCapturePoint(f.capturePoint) {
+		return watch.Options{}, usagef("--capture-point must be server, client, between or auto, not %q", f.capturePoint)
 	}
 	if f.sample == 0 {
 		return watch.Options{}, usagef("--sample must be 1 (every connection) or more")
@@ -108,10 +148,16 @@ func (f *watchFlags) options() (watch.Options, error) {
 	if f.duration < 0 || f.poll <= 0 || f.minPoll <= 0 || f.maxWait <= 0 {
 		return watch.Options{}, usagef("--duration, --poll, --min-poll and --max-wait must be positive")
 	}
-	o := watch.Options{DSN: f.dsn, DefaultsFile: f.defaultsFile, Iface: f.iface, Duration: f.duration,
+	if err := checkIface(f.iface, f.noCapture); err != nil {
+		return watch.Options{}, err
+	}
+	if err := f.exp.check(); err != nil {
+		return watch.Options{}, err
+	}
+	o := watch.Options{DSN: f.dsn, DefaultsFile: defaultsFile, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
 		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB,
-		Sample: f.sample, CPUBudget: f.cpuBudget / 100}
+		Sample: f.sample, CPUBudget: f.cpuBudget / 100, CapturePoint: f.capturePoint}
 	for _, p := range f.ports {
 		if p == 0 || p > 65535 {
 			return o, usagef("--port %d is not a TCP port", p)
@@ -133,41 +179,118 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		}
 		defer stop()
 	}
-	outs, err := openWatchOutputs(ctx, f)
+	// The banner names the server the driver will reach (the defaults
+	// file's socket, say), and a DSN gapscope cannot use is refused before
+	// any output is opened.
+	cfg, err := collect.Config(opts.DSN, opts.DefaultsFile)
+	if err != nil {
+		return err
+	}
+	outs, err := openWatchOutputs(ctx, f, collect.Target(cfg), errOut)
 	if err != nil {
 		return err
 	}
 	opts.OnStatement = outs.add
+	exp, err := startExporters(ctx, errOut, f.exp, cfg)
+	if err != nil {
+		_ = outs.close(nil)
+		return err
+	}
+	opts.Sinks = exp.sinks
+	opts.Ready = func() { fmt.Fprintln(errOut, watch.ReadyLine) }
 	if !f.noLive && isTerminal(out) && f.format == "text" {
 		opts.Live = out
 	} else {
-		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", collect.RedactDSN(f.dsn))
+		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", collect.Target(cfg))
 	}
 	if os.Getenv("GOMAXPROCS") == "" && opts.Sample <= 1 { // the user's setting wins
 		runtime.GOMAXPROCS(watch.BudgetProcs(opts.CPUBudget, runtime.NumCPU()))
 	}
-	res, err := watch.Run(ctx, opts)
-	if cerr := outs.close(res); err == nil {
-		err = cerr
+	if os.Getenv("GOGC") == "" { // the user's setting wins
+		debug.SetGCPercent(watch.GCPercent)
 	}
+	res, err := watch.Run(ctx, opts)
+	err = reportWatch(out, res, err, outs, f)
+	// After the report: --http-linger keeps serving. An exporter that could
+	// not deliver does not undo what watch measured: a warning, not a failure.
+	if xerr := exp.stop(); xerr != nil {
+		fmt.Fprintf(errOut, "warning: exporters: %v\n", xerr)
+	}
+	return err
+}
+
+// reportWatch closes the outputs and prints the run's result.
+func reportWatch(out io.Writer, res *watch.Result, err error, outs *watchOutputs, f watchFlags) error {
+	cerr := outs.close(res)
 	if err != nil {
+		return errors.Join(err, cerr)
+	}
+	// A failed output was reported when it failed; the run's result is
+	// whole all the same, so it is printed before the failure's exit code.
+	if err := writeWatchResult(out, res, f); err != nil {
 		return err
 	}
-	return writeWatchResult(out, res, f)
+	if cerr != nil && len(outs.failedOutputs()) == 0 { // failed on close, not reported yet
+		return fmt.Errorf("the result above is complete, but: %w", cerr)
+	}
+	if cerr != nil {
+		// The failure and its path were reported when they happened.
+		return fmt.Errorf("the result above is complete, but the %s stopped recording during the run (reported above)",
+			strings.Join(outs.failedOutputs(), " and "))
+	}
+	return nil
 }
 
 func writeWatchResult(out io.Writer, res *watch.Result, f watchFlags) error {
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	if err := report.WriteProfileText(out, res.Profile, f.top); err != nil {
+	if err := report.WriteProfileTextWidth(out, res.Profile, f.top, textWidth(0, out)); err != nil {
 		return err
 	}
 	writeGroupSummary(out, res.Groups)
-	fmt.Fprintf(out, "\njoined %d of %d wire statements; server rows %d (unmatched %d); clock error ±%dµs\n",
-		res.Join.Joined, res.Join.Wire, res.Join.Server, res.Join.UnmatchedServer, res.Clock.ErrorUS)
+	writeJoinSummary(out, res)
 	writeOwnCost(out, res.Own)
 	return report.WriteFindingsText(out, res.Findings)
+}
+
+// writeJoinSummary says how the two sides met; without the wire, how many
+// server rows the profile holds.
+func writeJoinSummary(out io.Writer, res *watch.Result) {
+	if res.ServerOnly {
+		fmt.Fprintf(out, "\nserver rows %d, no wire: queue, delivery and client time unknown\n", res.ServerSide.Rows)
+		return
+	}
+	fmt.Fprintf(out, "\n%sclock error ±%dµs\n", res.Coverage.Summary(), res.Clock.ErrorUS)
+	fmt.Fprintln(out, describePath(res.Capture.Path, res.Clock))
+	if k := res.KernelPath; k != nil {
+		fmt.Fprintf(out, "kernel's round trip of this host's %d connection(s) to the server: min %s, smoothed %s ± %s\n",
+			k.Sockets, usDur(k.MinRTTUS), usDur(k.RTTUS), usDur(k.RTTVarUS))
+	}
+}
+
+// describePath says where the capture ran and what it measured of the
+// path to the server, and the calibration's error.
+func describePath(p capture.PathStats, c collect.Clock) string {
+	where := map[string]string{capture.PointServer: "the server's host", capture.PointClient: "the application's host",
+		capture.PointBetween: "between client and server", "mixed": "mixed (connections differ)"}[p.Point]
+	if where == "" {
+		where = "unknown"
+	}
+	line := "capture point: " + where
+	if p.Conns > 0 {
+		line += fmt.Sprintf("; round trip to the server %s (median over %d connections of each one's smallest; range %s-%s, samples stray %s)",
+			usDur(p.RTTMedianUS), p.Conns, usDur(p.RTTMinUS), usDur(p.RTTMaxUS), usDur(p.SpreadUS))
+	}
+	line += fmt.Sprintf("\nclock calibration: ±%s", usDur(c.ErrorUS))
+	if c.PathRTTUS > 0 {
+		line += fmt.Sprintf(" (markers' connection round trip %s", usDur(c.PathRTTUS))
+		if c.PathRTTUS*1000 >= collect.LinkRTTFloorNS {
+			line += ", corrected for: each way assumed half"
+		}
+		line += ")"
+	}
+	return line
 }
 
 // writeOwnCost says what watch cost the host: its CPU over the run.
@@ -176,12 +299,9 @@ func writeOwnCost(out io.Writer, o watch.OwnCost) {
 	if o.Budget > 0 {
 		fmt.Fprintf(out, " (budget %g%%", 100*o.Budget)
 		if n := len(o.Steps); n > 0 {
-			fmt.Fprintf(out, "; following 1 in %d connections at the end", o.Steps[n-1].Sample)
+			fmt.Fprintf(out, "; joining the fast statements of 1 in %d connections at the end", o.Steps[n-1].Sample)
 			if o.AppConns > 0 {
-				fmt.Fprintf(out, ": %d of %d", o.FollowedConns, o.AppConns)
-			}
-			if c := o.Steps[n-1].Cycle; c > 1 {
-				fmt.Fprintf(out, ", 1 s in every %d s", c)
+				fmt.Fprintf(out, ": %d of %d", o.JoinedConns, o.AppConns)
 			}
 		}
 		fmt.Fprint(out, ")")
@@ -204,21 +324,36 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// watchOutputs are the optional event file and store.
+// watchOutputs are the optional event file and store. A write that fails
+// stops that output only: it is reported once, on errOut, when it fails,
+// and watch goes on.
 type watchOutputs struct {
 	events *eventsFile
 	st     *store.Store
 	writer *store.Writer
 	run    int64
-	err    error
+	errMu  sync.Mutex // errOut and failed are used from the joiner's and the writers' goroutines
+	errOut io.Writer
+	failed []string // the outputs that failed, by name
 }
 
-func openWatchOutputs(ctx context.Context, f watchFlags) (*watchOutputs, error) {
+// eventsFlushEvery bounds what a watch killed without a chance to close
+// (kill -9, a crash) loses of its events file.
+const eventsFlushEvery = time.Second
+
+// openWatchOutputs opens --events and --store; the store's run records
+// target, the server as Target names it (no password). A failed output is
+// reported on errOut.
+func openWatchOutputs(ctx context.Context, f watchFlags, target string, errOut io.Writer) (*watchOutputs, error) {
 	ev, err := openEvents(f.events)
 	if err != nil {
 		return nil, err
 	}
-	o := &watchOutputs{events: ev}
+	o := &watchOutputs{events: ev, errOut: errOut}
+	if ev != nil {
+		ev.onFail = func(err error) { o.fail("events file", err) }
+		ev.flushEvery(eventsFlushEvery)
+	}
 	if f.storePath != "" {
 		st, err := store.Open(ctx, f.storePath)
 		if err != nil {
@@ -226,40 +361,60 @@ func openWatchOutputs(ctx context.Context, f watchFlags) (*watchOutputs, error) 
 			return nil, err
 		}
 		o.st = st
-		if o.run, err = st.StartRun(ctx, "watch", f.dsn, time.Now().UnixMicro()); err != nil {
+		if o.run, err = st.StartRun(ctx, "watch", target, time.Now().UnixMicro()); err != nil {
 			o.close(nil)
 			return nil, err
 		}
-		o.writer = st.NewWriter(o.run, store.WriterOptions{})
+		o.writer = st.NewWriter(o.run, store.WriterOptions{OnFlush: o.storeFlushed})
 	}
 	return o, nil
 }
 
-// add runs on the joiner's goroutine (serialised by the engine).
+// fail tells the user at once that an output stopped.
+func (o *watchOutputs) fail(name string, err error) {
+	o.errMu.Lock()
+	defer o.errMu.Unlock()
+	o.failed = append(o.failed, name)
+	fmt.Fprintf(o.errOut, "gapscope: %v: no more statements are written there; watch goes on and prints its result at the end\n", err)
+}
+
+// failedOutputs names the outputs that failed.
+func (o *watchOutputs) failedOutputs() []string {
+	o.errMu.Lock()
+	defer o.errMu.Unlock()
+	return slices.Clone(o.failed)
+}
+
+// storeFlushed is the store writer's commit hook: its first failure is the
+// only one it reports (a failed writer commits nothing more).
+func (o *watchOutputs) storeFlushed(_ int, err error) {
+	if err != nil {
+		o.fail("store", fmt.Errorf("store %s: %w", o.st.Path(), err))
+	}
+}
+
+// add runs on the joiner's goroutine (serialised by the engine). Errors
+// reach the user through failed; the writers keep them for close.
 func (o *watchOutputs) add(s *event.Statement) {
 	o.events.write(s)
-	if o.writer != nil && o.err == nil {
-		o.err = o.writer.Add(s)
+	if o.writer != nil {
+		_ = o.writer.Add(s)
 	}
 }
 
 func (o *watchOutputs) close(res *watch.Result) error {
-	if err := o.events.close(); o.err == nil {
-		o.err = err
-	}
+	err := o.events.close()
 	if o.writer != nil {
 		if res != nil {
 			for i := range res.Findings {
 				_ = o.writer.AddFinding(time.Now().UnixMicro(), &res.Findings[i])
 			}
 		}
-		if err := o.writer.Close(); o.err == nil && err != nil {
-			o.err = err
-		}
+		err = errors.Join(err, o.writer.Close())
 		_ = o.st.EndRun(context.Background(), o.run, time.Now().UnixMicro(), "")
 		o.st.Close()
 	}
-	return o.err
+	return err
 }
 
 // startCPUProfile profiles gapscope until the returned function runs.

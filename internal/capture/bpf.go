@@ -83,6 +83,15 @@ func (a *asm) skip(at int, label string) (uint8, error) {
 // on the other side of a server port) it Follows: the kernel then copies
 // 1/N of the packets into the ring.
 func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Sample) ([]bpf.RawInstruction, error) {
+	return buildFilterSnap(ports, link, dropOutgoing, sample, snapAccept)
+}
+
+// buildFilterSnap is buildFilter whose accepted answers (segments from a
+// server port) are cut to respSnap bytes of frame; requests are kept whole.
+// The filter's return value is the kernel's snap length, so a short one
+// spares the copy into the ring. Only the tap measurement uses a short one:
+// the decoder needs every byte of an answer to frame its packets.
+func buildFilterSnap(ports []uint16, link filterLink, dropOutgoing bool, sample Sample, respSnap uint32) ([]bpf.RawInstruction, error) {
 	if len(ports) == 0 || len(ports) > 32 {
 		return nil, errors.New("bpf: need between 1 and 32 ports")
 	}
@@ -109,17 +118,18 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Samp
 		a.jump(bpf.JumpEqual, 0x60, "v6", "drop")
 	}
 	sampled := sample.On()
+	cut := respSnap < snapAccept && !sampled // a sampled filter keeps answers whole
 	a.label("v4")
 	a.emit(bpf.LoadAbsolute{Off: l + 9, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 2})
 	a.jump(bpf.JumpBitsSet, 0x1fff, "drop", "") // later fragments carry no TCP header
 	a.emit(bpf.LoadMemShift{Off: l})
-	portFields(a, "v4", ports, sampled, l, func(off uint32) bpf.Instruction { return bpf.LoadIndirect{Off: off, Size: 2} })
+	portFields(a, "v4", ports, sampled, cut, l, func(off uint32) bpf.Instruction { return bpf.LoadIndirect{Off: off, Size: 2} })
 	a.label("v6")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
-	portFields(a, "v6", ports, sampled, l+40, func(off uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: off, Size: 2} })
+	portFields(a, "v6", ports, sampled, cut, l+40, func(off uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: off, Size: 2} })
 	if sampled {
 		a.label("sample") // A holds the client port: A = hash(port) % N
 		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMul, Val: portHashMul})
@@ -131,18 +141,25 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Samp
 	a.emit(bpf.RetConstant{Val: 0})
 	a.label("accept")
 	a.emit(bpf.RetConstant{Val: snapAccept})
+	a.label("accept-answer")
+	if respSnap < snapAccept {
+		a.emit(bpf.RetConstant{Val: respSnap})
+	}
 	return a.resolve()
 }
 
 // portFields checks one IP family's TCP ports, load(off) reading the
 // 16-bit field at off (source port at src, destination at src+2): a
-// server port on either side accepts, or, sampled, loads the port on the
+// server port on either side accepts (an answer cut short when cut), or, sampled, loads the port on the
 // other side (the client's) into A and goes to "sample".
-func portFields(a *asm, family string, ports []uint16, sampled bool, src uint32, load func(off uint32) bpf.Instruction) {
+func portFields(a *asm, family string, ports []uint16, sampled, cut bool, src uint32, load func(off uint32) bpf.Instruction) {
 	clientAt := map[uint32]string{src: family + "-client-src", src + 2: family + "-client-dst"}
 	for _, server := range []uint32{src, src + 2} { // an answer, then a request
 		client := src + 2 - (server - src)
 		match := "accept"
+		if server == src && cut {
+			match = "accept-answer"
+		}
 		if sampled {
 			match = clientAt[client]
 		}

@@ -171,3 +171,45 @@ func TestSamplesNest(t *testing.T) {
 		}
 	}
 }
+
+// A filter with a short answer snap cuts what the server sends to that many
+// bytes and keeps requests whole, over IPv4 and IPv6; other ports are still
+// dropped, and a sampled filter keeps answers whole.
+func TestBuildFilterSnapCutsAnswersOnly(t *testing.T) {
+	big := make([]byte, 500)
+	for _, v6 := range []bool{false, true} {
+		client, server := netip.MustParseAddrPort("10.0.0.1:40000"), netip.MustParseAddrPort("10.0.0.2:3306")
+		if v6 {
+			client, server = netip.MustParseAddrPort("[fd00::1]:40000"), netip.MustParseAddrPort("[fd00::2]:3306")
+		}
+		request := frame(linkEthernet, seg{src: client, dst: server, flags: tcpACK, wscale: -1, payload: big})
+		answer := frame(linkEthernet, seg{src: server, dst: client, flags: tcpACK, wscale: -1, payload: big})
+		other := frame(linkEthernet, seg{src: client, dst: netip.AddrPortFrom(server.Addr(), 5432), flags: tcpACK, wscale: -1, payload: big})
+		for _, c := range []struct {
+			sample                 Sample
+			wantReq, wantAns, want int
+		}{
+			{Sample{N: 1}, len(request), 128, 0},
+			{Sample{N: 2, Key: PortKey(40000)}, len(request), len(answer), 0},
+		} {
+			prog, err := buildFilterSnap([]uint16{3306}, filterEthernet, false, c.sample, 128)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm, err := bpf.NewVM(disassemble(t, prog))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []struct {
+				name  string
+				frame []byte
+				want  int
+			}{{"request", request, c.wantReq}, {"answer", answer, c.wantAns}, {"other port", other, c.want}} {
+				n, err := vm.Run(f.frame) // the kernel keeps min(n, frame length)
+				if n = min(n, len(f.frame)); err != nil || n != f.want {
+					t.Errorf("v6=%v sample %+v %s: kept %d bytes (%v), want %d", v6, c.sample, f.name, n, err, f.want)
+				}
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -41,6 +42,14 @@ type Options struct {
 	// Progress, when set, is called now and then with the bytes read so far
 	// and the total (file sizes; 0 when unknown).
 	Progress func(done, total int64)
+	// CapturePoint forces where the capture runs relative to the
+	// connections (PointServer, PointClient, PointBetween); "" or PointAuto
+	// decides per connection from LocalAddrs (unknown without them). Off
+	// the server's host each statement carries the measured one-way
+	// transit to the server (Statement.TransitUS).
+	CapturePoint string
+	// LocalAddrs are the capturing host's addresses.
+	LocalAddrs []netip.Addr
 }
 
 func (o Options) withDefaults() Options {
@@ -79,7 +88,11 @@ type Stats struct {
 	KernelDrops      int64 // live: packets the kernel dropped (ring full)
 	QueueDrops       int64 // live: packets dropped because the tracker fell behind
 	Dropped          int64 // KernelDrops + QueueDrops
+	Path             PathStats
 	Notes            []string
+	// PortsSeen counts a capture file's connections by server port (for
+	// TCP connections that are not MySQL: their lower port); files only.
+	PortsSeen map[uint16]int64 `json:"-"`
 }
 
 // Errors callers may branch on.

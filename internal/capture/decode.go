@@ -76,7 +76,10 @@ type packet struct {
 	seq, ack uint32
 	flags    uint8
 	window   uint16
-	wscale   int8 // window-scale option of a SYN; -1 when absent
+	wscale   int8   // window-scale option of a SYN; -1 when absent
+	hasTS    bool   // the segment carries the timestamp option (rtt.go)
+	tsVal    uint32 // its TSval and TSecr
+	tsEcr    uint32
 	payload  []byte
 }
 
@@ -240,6 +243,7 @@ func decodeTCP(data []byte, p *packet) decodeResult {
 	if p.flags&tcpSYN != 0 {
 		p.wscale = windowScale(data[20:off])
 	}
+	p.hasTS = off > 20 && timestamps(data[20:off], p)
 	p.payload = data[off:]
 	return resultTCP
 }

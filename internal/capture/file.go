@@ -32,8 +32,11 @@ func ReadFile(ctx context.Context, path string, opts Options, emit func(*event.S
 // connection that spans rotated files (tcpdump -C/-G) stays one connection.
 func ReadFiles(ctx context.Context, paths []string, opts Options, emit func(*event.Statement)) (Stats, error) {
 	t := NewTracker(opts, emit)
+	t.portsSeen = map[uint16]int64{}
 	err := t.readFiles(ctx, paths)
-	return t.Stats(), err
+	st := t.Stats()
+	st.PortsSeen = t.portsSeen
+	return st, err
 }
 
 // readFiles reads paths in order, then closes every connection.
@@ -57,7 +60,7 @@ type packetReader interface {
 
 // readFile feeds one file's packets to the tracker.
 func (t *Tracker) readFile(ctx context.Context, path string, prog *progress) error {
-	f, err := os.Open(path)
+	f, err := openCapture(path)
 	if err != nil {
 		return fmt.Errorf("opening capture: %w", err)
 	}
@@ -69,6 +72,15 @@ func (t *Tracker) readFile(ctx context.Context, path string, prog *progress) err
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	return t.readPackets(ctx, path, r, linkOf, prog)
+}
+
+// openCapture opens a capture file, "-" meaning standard input (a pcap
+// stream: tcpdump -w - | gapscope analyze -).
+func openCapture(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(path)
 }
 
 func (t *Tracker) readPackets(ctx context.Context, path string, r packetReader, linkOf func(gopacket.CaptureInfo) layers.LinkType, prog *progress) error {

@@ -37,6 +37,8 @@ type flow struct {
 	win       windowTracker
 	tls       tlsFlights
 	inTLS     bool
+	path      pathRTT // round trips to the server (rtt.go)
+	point     string  // capture point of this connection
 }
 
 // segment advances the flow with one TCP segment.
@@ -54,8 +56,18 @@ func (f *flow) segment(p *packet, srcIsA bool) {
 	if p.flags&tcpSYN != 0 {
 		f.syn(p, srcIsA)
 	}
+	// The path sees every segment once the sides are known: from the SYN
+	// (which a probing flow without payload would not pass on), or from
+	// the segment that told them.
+	known := f.sideKnown
+	if known {
+		f.path.segment(f.dirOf(srcIsA), p)
+	}
 	if f.state == stateProbe && !f.probe(p, srcIsA) {
 		return
+	}
+	if !known && f.sideKnown {
+		f.path.segment(f.dirOf(srcIsA), p)
 	}
 	dir := f.dirOf(srcIsA)
 	if f.state == stateMySQL {
@@ -107,6 +119,7 @@ func (f *flow) probe(p *packet, srcIsA bool) bool {
 		f.sideKnown, f.clientIsA = true, srcIsA
 	default:
 		f.state = stateIgnored
+		f.t.countPort(min(f.key.a.port, f.key.b.port))
 		f.t.stats.NonMySQLFlows++
 		return false
 	}
@@ -127,6 +140,9 @@ func (f *flow) becomeMySQL() {
 		cli, srv = srv, cli
 	}
 	f.conn = formatEndpoint(cli) + ">" + formatEndpoint(srv)
+	f.point = pointOf(f.t.opts.CapturePoint, f.t.opts.LocalAddrs, cli, srv)
+	f.t.paths.noteFlow(f.point)
+	f.t.countPort(srv.port)
 	f.win.reset(&f.half[toServer], &f.half[toClient])
 	f.dec = f.t.newDec(f, mysqlproto.Options{MidStream: f.midStream})
 }
@@ -145,6 +161,7 @@ func (f *flow) finish(dir mysqlproto.Direction, p *packet) {
 // decoder emits what is pending, and the flow becomes a tombstone.
 func (f *flow) close(tsUS int64) {
 	if f.state == stateMySQL {
+		f.t.paths.keep(&f.path)
 		for d := range f.half {
 			f.flushHole(mysqlproto.Direction(d))
 		}

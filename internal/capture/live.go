@@ -6,10 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +31,10 @@ type LiveOptions struct {
 	// Sample, when On, captures only the connections it Follows, in the
 	// kernel filter. SetSample changes it while the capture runs.
 	Sample Sample
+	// BlockKB is the size of one ring block (default 1024 KiB; at least
+	// 64 KiB, the largest frame). The kernel hands the ring over block by
+	// block: smaller blocks mean more handovers (wake-ups) per packet.
+	BlockKB int
 }
 
 // Ring geometry: TPACKET_V3 blocks hold many variable-size frames; a block
@@ -97,6 +98,10 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if opts.QueueMB <= 0 {
 		opts.QueueMB = 64
 	}
+	block := ringBlockSize
+	if opts.BlockKB > 0 {
+		block = max(opts.BlockKB<<10, ringFrameSize)
+	}
 	link, flink, loopback, err := interfaceLink(iface)
 	if err != nil {
 		return nil, err
@@ -109,8 +114,8 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		afpacket.OptInterface(iface),
 		afpacket.TPacketVersion3,
 		afpacket.OptFrameSize(ringFrameSize),
-		afpacket.OptBlockSize(ringBlockSize),
-		afpacket.OptNumBlocks(max(opts.RingMB, 2)),
+		afpacket.OptBlockSize(block),
+		afpacket.OptNumBlocks(max(opts.RingMB<<20/block, 2)),
 		afpacket.OptBlockTimeout(blockTimeout),
 		afpacket.OptPollTimeout(0), // reads never block: readyWaiter waits
 	)
@@ -207,24 +212,23 @@ func socketFD(tp *afpacket.TPacket) int {
 	return int(f.Int())
 }
 
-// interfaceLink reads the interface's ARPHRD type from sysfs. Loopback
+// interfaceLink reads the interface's ARPHRD type. Loopback
 // frames carry an Ethernet header, and the kernel hands each one to packet
 // sockets twice (outgoing and incoming).
 func interfaceLink(iface string) (layers.LinkType, filterLink, bool, error) {
 	if iface == "" || iface == "any" {
 		return 0, 0, false, errors.New("live capture needs one interface (e.g. lo, eth0), not \"any\"")
 	}
-	b, err := os.ReadFile("/sys/class/net/" + iface + "/type")
+	typ, err := hardwareType(iface)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("interface %q: %w", iface, err)
 	}
-	typ, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	switch typ {
-	case 1: // ARPHRD_ETHER
+	switch {
+	case typ == arphrdEther:
 		return layers.LinkTypeEthernet, filterEthernet, false, nil
-	case 772: // ARPHRD_LOOPBACK
+	case typ == arphrdLoopback:
 		return layers.LinkTypeEthernet, filterEthernet, true, nil
-	case 65534: // ARPHRD_NONE: tun, wireguard
+	case rawIPHardware(typ): // tun, wireguard, ppp, ip tunnels
 		return layers.LinkTypeRaw, filterRawIP, false, nil
 	}
 	return 0, 0, false, fmt.Errorf("interface %q: unsupported hardware type %d", iface, typ)
@@ -342,10 +346,13 @@ func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, d
 			}
 			started = time.Now()
 		}
-		from := len(cur.data)
+		from, tsUS := len(cur.data), ci.Timestamp.UnixMicro()
 		cur.data = append(cur.data, data...)
-		cur.pkts = append(cur.pkts, batchPkt{tsUS: ci.Timestamp.UnixMicro(), from: from, to: len(cur.data)})
-		if len(cur.data) > batchBytes-ringFrameSize || time.Since(started) > flushAfter {
+		cur.pkts = append(cur.pkts, batchPkt{tsUS: tsUS, from: from, to: len(cur.data)})
+		// The packets' own capture times say how long the batch has
+		// gathered, without reading the clock per packet; a ring read
+		// behind them fills the batch, and handover flushes by the clock.
+		if len(cur.data) > batchBytes-ringFrameSize || tsUS-cur.pkts[0].tsUS > flushAfter.Microseconds() {
 			flush()
 		}
 	}

@@ -258,9 +258,12 @@ func TestLiveSetSample(t *testing.T) {
 			}
 			c.Close()
 		}
-		time.Sleep(blockTimeout + flushAfter + 200*time.Millisecond) // blocks are handed over within blockTimeout, batches within flushAfter
 		return ports
 	}
+	// settle waits as long as frames take to reach the tracker when nothing
+	// delays them: blocks are handed over within blockTimeout, batches
+	// within flushAfter.
+	settle := func() { time.Sleep(blockTimeout + flushAfter + 200*time.Millisecond) }
 	// count returns how many of ports were seen, and how many of those the sample n accepts.
 	count := func(ports []uint16, n uint16) (got, sampled int) {
 		mu.Lock()
@@ -275,6 +278,16 @@ func TestLiveSetSample(t *testing.T) {
 		}
 		return got, sampled
 	}
+	// await settles, then, on a host loaded enough to delay the capture's
+	// goroutines past settle, waits up to 10 s more for want of ports.
+	await := func(ports []uint16, want int) {
+		settle()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got, _ := count(ports, 1); got >= want {
+				return
+			}
+		}
+	}
 	if err := live.SetSample(Sample{N: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +298,7 @@ func TestLiveSetSample(t *testing.T) {
 			want++
 		}
 	}
+	await(quarter, want)
 	if got, sampled := count(quarter, 4); got != want || sampled != want || want == 0 {
 		t.Errorf("1 in 4: %d of 32 connections captured (%d in the sample); want exactly the %d sampled", got, sampled, want)
 	}
@@ -292,19 +306,24 @@ func TestLiveSetSample(t *testing.T) {
 		t.Fatalf("back to all: %v (sample %+v)", err, live.Sample())
 	}
 	all := echoes(8)
+	await(all, len(all))
 	if got, _ := count(all, 1); got != len(all) {
 		t.Errorf("1 in 1: %d of %d connections captured", got, len(all))
 	}
 	if err := live.SetSample(Sample{N: 1, Paused: true}); err != nil || !live.Sample().Paused {
 		t.Fatalf("pause: %v (sample %+v)", err, live.Sample())
 	}
-	if got, _ := count(echoes(8), 1); got != 0 {
+	paused := echoes(8)
+	settle()
+	if got, _ := count(paused, 1); got != 0 {
 		t.Errorf("paused: %d of 8 connections captured, want none", got)
 	}
 	if err := live.SetSample(live.Sample().Resumed()); err != nil || live.Sample() != All {
 		t.Fatalf("resume: %v (sample %+v)", err, live.Sample())
 	}
-	if got, _ := count(echoes(4), 1); got != 4 {
+	resumed := echoes(4)
+	await(resumed, len(resumed))
+	if got, _ := count(resumed, 1); got != 4 {
 		t.Errorf("resumed: %d of 4 connections captured", got)
 	}
 	cancel()

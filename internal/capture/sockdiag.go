@@ -15,10 +15,17 @@ import (
 // (TCP_INFO through NETLINK_SOCK_DIAG, what `ss -ti` shows). RwndLimitedUS
 // is the time the socket had data to send but the peer's receive window
 // was full: the kernel's own count of a client that does not read.
+//
+// RTTUS, RTTVarUS and MinRTTUS are the kernel's smoothed round trip, its
+// variation and the smallest it saw (tcpi_rtt, tcpi_rttvar, tcpi_min_rtt):
+// on the application's host, its own measure of the path to the server.
 type SocketStat struct {
 	Local, Remote netip.AddrPort
 	BytesAcked    uint64
 	RwndLimitedUS uint64
+	RTTUS         uint32
+	RTTVarUS      uint32
+	MinRTTUS      uint32
 }
 
 // ErrNoRwndLimited means the kernel's TCP_INFO is too short to carry the
@@ -29,6 +36,18 @@ var ErrNoRwndLimited = errors.New("the kernel's TCP_INFO has no rwnd-limited tim
 // port (IPv4 and IPv6). It needs no privilege: sock_diag shows every
 // socket's TCP_INFO, as ss does.
 func ServerSockets(port uint16) ([]SocketStat, error) {
+	return diagSockets(port, 0)
+}
+
+// PeerSockets returns the established TCP sockets connected to remote
+// port port: on the application's host, its connections to the server.
+func PeerSockets(port uint16) ([]SocketStat, error) {
+	return diagSockets(0, port)
+}
+
+// diagSockets dumps the established TCP sockets with local port sport or
+// remote port dport (one of them zero).
+func diagSockets(sport, dport uint16) ([]SocketStat, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
 		return nil, fmt.Errorf("sock_diag: %w", err)
@@ -39,10 +58,10 @@ func ServerSockets(port uint16) ([]SocketStat, error) {
 	}
 	var out []SocketStat
 	for seq, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		if err := unix.Sendto(fd, diagRequest(family, port, uint32(seq+1)), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		if err := unix.Sendto(fd, diagRequest(family, sport, dport, uint32(seq+1)), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 			return nil, fmt.Errorf("sock_diag: %w", err)
 		}
-		got, err := readDiagDump(fd, port)
+		got, err := readDiagDump(fd, sport, dport)
 		if err != nil {
 			return nil, err
 		}
@@ -61,8 +80,9 @@ const (
 )
 
 // diagRequest builds a dump request for family's established TCP sockets
-// with local port port (the kernel compares idiag_sport in dumps too).
-func diagRequest(family uint8, port uint16, seq uint32) []byte {
+// with local port sport or remote port dport (the kernel compares a
+// non-zero idiag_sport and idiag_dport in dumps too).
+func diagRequest(family uint8, sport, dport uint16, seq uint32) []byte {
 	b := make([]byte, unix.NLMSG_HDRLEN+diagReqLen)
 	ne := binary.NativeEndian
 	ne.PutUint32(b[0:], uint32(len(b)))
@@ -72,11 +92,12 @@ func diagRequest(family uint8, port uint16, seq uint32) []byte {
 	r := b[unix.NLMSG_HDRLEN:]
 	r[0], r[1], r[2] = family, unix.IPPROTO_TCP, diagExtInfo
 	ne.PutUint32(r[4:], 1<<tcpEstablised)
-	binary.BigEndian.PutUint16(r[8:], port) // id.idiag_sport
+	binary.BigEndian.PutUint16(r[8:], sport)  // id.idiag_sport
+	binary.BigEndian.PutUint16(r[10:], dport) // id.idiag_dport
 	return b
 }
 
-func readDiagDump(fd int, port uint16) ([]SocketStat, error) {
+func readDiagDump(fd int, sport, dport uint16) ([]SocketStat, error) {
 	buf := make([]byte, 64<<10)
 	var out []SocketStat
 	for {
@@ -104,7 +125,7 @@ func readDiagDump(fd int, port uint16) ([]SocketStat, error) {
 			if err != nil {
 				return nil, err
 			}
-			if ok && st.Local.Port() == port {
+			if ok && (sport == 0 || st.Local.Port() == sport) && (dport == 0 || st.Remote.Port() == dport) {
 				out = append(out, st)
 			}
 		}
@@ -132,7 +153,9 @@ func parseDiagMsg(b []byte) (SocketStat, bool, error) {
 				return st, false, ErrNoRwndLimited
 			}
 			u64 := func(off uintptr) uint64 { return binary.NativeEndian.Uint64(info[off:]) }
+			u32 := func(off uintptr) uint32 { return binary.NativeEndian.Uint32(info[off:]) }
 			st.BytesAcked, st.RwndLimitedUS = u64(offBytesAcked), u64(offRwnd)
+			st.RTTUS, st.RTTVarUS, st.MinRTTUS = u32(offRTT), u32(offRTTVar), u32(offMinRTT)
 			return st, true, nil
 		}
 		a = a[min((l+3)&^3, len(a)):]
@@ -152,5 +175,8 @@ func diagAddr(family uint8, b []byte) netip.Addr {
 var (
 	offBytesAcked = unsafe.Offsetof(unix.TCPInfo{}.Bytes_acked)
 	offRwnd       = unsafe.Offsetof(unix.TCPInfo{}.Rwnd_limited)
+	offRTT        = unsafe.Offsetof(unix.TCPInfo{}.Rtt)
+	offRTTVar     = unsafe.Offsetof(unix.TCPInfo{}.Rttvar)
+	offMinRTT     = unsafe.Offsetof(unix.TCPInfo{}.Min_rtt)
 	tcpInfoMinLen = int(offRwnd) + 8
 )

@@ -48,6 +48,9 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 	s.Rows, s.ReqBytes, s.RespBytes = ex.Rows, ex.ReqBytes, ex.RespBytes
 	if ex.Err != nil {
 		s.Error = &event.Error{Code: ex.Err.Code, State: ex.Err.State, Msg: ex.Err.Msg}
+		if !f.t.opts.KeepLiterals { // messages quote the values the SQL carried
+			s.Error.Msg = sqltext.RedactMessage(s.Error.Msg)
+		}
 	}
 	setStalls(s, stalls, stallUS)
 	s.Retransmits = retrans
@@ -70,6 +73,9 @@ func (f *flow) newStatement(info *mysqlproto.ConnInfo) *event.Statement {
 	}
 	if f.midStream {
 		s.Notes = addNote(s.Notes, noteMidStream)
+	}
+	if crossesLink(f.point) {
+		s.TransitUS = f.path.transitUS()
 	}
 	return s
 }
@@ -96,7 +102,12 @@ func (t *Tracker) setSQL(s *event.Statement, ex *mysqlproto.Exchange) {
 		return
 	}
 	s.DigestText, s.Digest = t.norm.Normalize(ex.SQL)
+	s.Fingerprint = s.Digest
+	comment, tags := sqltext.Comment(ex.SQL)
+	s.Tags = tags
 	switch {
+	case !t.opts.KeepLiterals && comment != "":
+		s.SQL = s.DigestText + " " + comment // the digest text drops comments; the application's context stays
 	case !t.opts.KeepLiterals:
 		s.SQL = s.DigestText
 	case ex.Cmd == comStmtExecute && ex.Params != nil:
@@ -111,5 +122,15 @@ func addNote(notes []string, n string) []string {
 	if n == "" || slices.Contains(notes, n) {
 		return notes
 	}
+	if notes == nil {
+		// Room for the notes a statement usually gathers (the capture's, then
+		// the join's and watch's reason for no row): one allocation, where
+		// growing by one would take a new slice per note on every statement
+		// of a connection opened before the capture.
+		notes = make([]string, 0, statementNotesCap)
+	}
 	return append(notes, n)
 }
+
+// statementNotesCap is the capacity of a statement's first notes slice.
+const statementNotesCap = 4

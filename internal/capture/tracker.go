@@ -63,6 +63,12 @@ type Tracker struct {
 	// sample, when On, follows only the connections whose client port it
 	// Follows (Resample); packets of others are ignored.
 	sample Sample
+	paths  pathBook
+	// portsSeen, when not nil (files only), counts connections by server
+	// port (for one not MySQL: its lower port, usually the server's), so
+	// that a capture with nothing on the --port given can say where its
+	// traffic was.
+	portsSeen map[uint16]int64
 }
 
 // NewTracker returns a tracker that calls emit for every statement. emit runs
@@ -155,6 +161,13 @@ func (t *Tracker) Resample(n Sample) {
 	}
 }
 
+// countPort counts a connection on a server port, when reading files.
+func (t *Tracker) countPort(port uint16) {
+	if t.portsSeen != nil {
+		t.portsSeen[port]++
+	}
+}
+
 // sampled reports whether the connection of key is in the sample. The
 // client is the end not on a server port; a connection between two server
 // ports (or none) cannot be told apart and is kept.
@@ -225,6 +238,7 @@ func (t *Tracker) AddNote(format string, a ...any) {
 func (t *Tracker) Stats() Stats {
 	s := t.stats
 	s.Dropped = s.KernelDrops + s.QueueDrops
+	s.Path = t.pathStats()
 	s.Notes = append(slices.Clone(t.notes), summaryNotes(&s)...)
 	return s
 }
@@ -251,4 +265,15 @@ func summaryNotes(s *Stats) []string {
 
 func (t *Tracker) isServerPort(port uint16) bool {
 	return slices.Contains(t.opts.Ports, port)
+}
+
+// pathStats summarises the path of every connection seen so far.
+func (t *Tracker) pathStats() PathStats {
+	var open []pathRecord
+	for _, f := range t.flows {
+		if f.state == stateMySQL && f.path.minUS > 0 {
+			open = append(open, pathRecord{f.path.minUS, f.path.medianUS() - f.path.minUS})
+		}
+	}
+	return t.paths.summary(open)
 }

@@ -74,7 +74,11 @@ func CalibrateWith(ctx context.Context, db *sql.DB, opts CalibrateOptions) (Cloc
 		}
 		rounds = append(rounds, b)
 	}
-	clock := fitOrigin(rounds)
+	rtt, err := pathRoundTrip(ctx, conn, opts.Rounds, opts.Now)
+	if err != nil {
+		return Clock{}, err
+	}
+	clock := fitOriginAcross(rounds, rtt)
 	clock.CalibratedAtUS = opts.Now().UnixMicro()
 	clock.Wait = waitClock(ctx, conn, opts.KeepWaitTimer)
 	return clock, nil
@@ -113,6 +117,49 @@ func fitOrigin(rounds []bracket) Clock {
 	if best.serverNowNS != 0 {
 		c.ServerOffsetUS = (best.serverNowNS - best.startNS - originNS) / 1000
 	}
+	return c
+}
+
+// LinkRTTFloorNS is the round trip from which the calibrating connection
+// is taken to cross a network. Below it (a local socket) the round trip is
+// mostly the two processes' own work, not a transit that could be split in
+// halves, so brackets stay as measured.
+const LinkRTTFloorNS = 1_000_000
+
+// pathRoundTrip returns the smallest of n COM_PING round trips on conn, in
+// ns: the network's round trip plus the server's least work.
+func pathRoundTrip(ctx context.Context, conn *sql.Conn, n int, now func() time.Time) (int64, error) {
+	best := int64(-1)
+	for i := 0; i < n; i++ {
+		before := now().UnixNano()
+		if err := conn.PingContext(ctx); err != nil {
+			return 0, fmt.Errorf("calibrating: timing the connection's round trip: %w", err)
+		}
+		if rt := now().UnixNano() - before; best < 0 || rt < best {
+			best = rt
+		}
+	}
+	return max(best, 0), nil
+}
+
+// fitOriginAcross is fitOrigin for a calibrating connection whose smallest
+// round trip is rttNS: across a network each marker's bracket loses half
+// the round trip at both ends (a transit each way, assumed equal), which
+// turns a bracket as wide as the network's round trip into one as wide as
+// the server's own time.
+func fitOriginAcross(rounds []bracket, rttNS int64) Clock {
+	if rttNS >= LinkRTTFloorNS {
+		half := rttNS / 2
+		narrowed := make([]bracket, len(rounds))
+		for i, b := range rounds {
+			b.beforeNS += half
+			b.afterNS = max(b.afterNS-half, b.beforeNS)
+			narrowed[i] = b
+		}
+		rounds = narrowed
+	}
+	c := fitOrigin(rounds)
+	c.PathRTTUS = rttNS / 1000
 	return c
 }
 

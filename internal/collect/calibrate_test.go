@@ -79,3 +79,33 @@ func TestWaitMicros(t *testing.T) {
 		t.Errorf("corrected cycle timer: %d, want 3001", got)
 	}
 }
+
+// Markers across a 5 ms link (10 ms round trip): each bracket is 10.3 ms
+// wide; the server started each 5 ms + 100 µs after the send.
+func TestFitOriginAcrossALink(t *testing.T) {
+	const origin = int64(1_700_000_000_000_000_000) // ns
+	var rounds []bracket
+	for i := int64(0); i < 8; i++ {
+		before := origin + 1_000_000_000 + i*20_000_000
+		start := before + 5_100_000 - origin
+		rounds = append(rounds, bracket{beforeNS: before, afterNS: before + 10_300_000, startNS: start})
+	}
+	local := fitOrigin(rounds)
+	if local.ErrorUS < 5000 {
+		t.Fatalf("uncorrected error %d us: the test's brackets are not link-wide", local.ErrorUS)
+	}
+	c := fitOriginAcross(rounds, 10_000_000)
+	if c.ErrorUS > 150 || c.PathRTTUS != 10_000 {
+		t.Errorf("error %d us, path %d us: want the bracket narrowed to the server's 300 us", c.ErrorUS, c.PathRTTUS)
+	}
+	if d := c.OriginUS - origin/1000; d < -c.ErrorUS || d > c.ErrorUS {
+		t.Errorf("origin off by %d us, more than the claimed %d", d, c.ErrorUS)
+	}
+}
+
+func TestFitOriginAcrossLeavesLocalBracketsAlone(t *testing.T) {
+	rounds := []bracket{{beforeNS: 1_000_000, afterNS: 1_080_000, startNS: 500}}
+	if a, b := fitOrigin(rounds), fitOriginAcross(rounds, 60_000); a.OriginUS != b.OriginUS || a.ErrorUS != b.ErrorUS || b.PathRTTUS != 60 {
+		t.Errorf("local round trip changed the fit: %+v vs %+v", a, b)
+	}
+}

@@ -1,14 +1,11 @@
 package collect
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,22 +13,43 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
+// ConfigError is a DSN or defaults file gapscope cannot use: bad usage, not
+// a failure of the tool (its UsageError method tells the command line so).
+type ConfigError struct{ msg string }
+
+func (e *ConfigError) Error() string    { return e.msg }
+func (e *ConfigError) UsageError() bool { return true }
+
+func configErrorf(format string, a ...any) error {
+	return &ConfigError{msg: Mask(fmt.Sprintf(format, a...))}
+}
+
+// dsnForm is the form of a DSN, for messages.
+const dsnForm = "user[:password]@tcp(host:port)/[db] or user[:password]@unix(/path/to.sock)/"
+
 // Config builds a driver configuration from a go-sql-driver DSN and/or a
 // my.cnf defaults file. Fields set in the DSN win over the file; the password
-// falls back to MYSQL_PWD as the mysql client does.
+// falls back to MYSQL_PWD as the mysql client does. Every password it sees is
+// remembered for Mask before anything can fail.
 func Config(dsn, defaultsFile string) (*mysql.Config, error) {
+	for _, s := range dsnSecrets(dsn) {
+		rememberSecret(s)
+	}
+	rememberSecret(os.Getenv("MYSQL_PWD"))
 	cfg := mysql.NewConfig()
 	if defaultsFile != "" {
 		opts, err := ReadDefaultsFile(defaultsFile)
 		if err != nil {
 			return nil, err
 		}
-		applyClientOptions(cfg, opts)
+		if err := applyClientOptions(cfg, opts); err != nil {
+			return nil, fmt.Errorf("defaults file %s: %w", defaultsFile, err)
+		}
 	}
 	if dsn != "" {
-		d, err := mysql.ParseDSN(dsn)
+		d, err := parseDSN(dsn)
 		if err != nil {
-			return nil, fmt.Errorf("parsing DSN %s: %w", RedactDSN(dsn), err)
+			return nil, err
 		}
 		mergeDSN(cfg, d, dsn)
 	}
@@ -45,6 +63,59 @@ func Config(dsn, defaultsFile string) (*mysql.Config, error) {
 		cfg.Timeout = 5 * time.Second
 	}
 	return cfg, nil
+}
+
+// parseDSN parses a go-sql-driver DSN and refuses what the driver would
+// accept only to fail later with the DSN in its message: a URL, or a network
+// that is not tcp or unix (a '/' typed for '@' makes "user:password/tcp" the
+// network).
+func parseDSN(dsn string) (*mysql.Config, error) {
+	if scheme, rest, ok := strings.Cut(dsn, "://"); ok {
+		return nil, configErrorf("DSN %s is a URL (%s://); gapscope takes %s, e.g. %s",
+			Mask(dsn), scheme, dsnForm, urlAsDSN(rest))
+	}
+	d, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, configErrorf("DSN %s: %v; the form is %s", Mask(dsn), err, dsnForm)
+	}
+	rememberSecret(d.Passwd)
+	rememberTypedForColon(d)
+	switch d.Net {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		return nil, configErrorf("DSN %s: network %q is neither tcp nor unix (is an '@' missing before it?); the form is %s",
+			Mask(dsn), d.Net, dsnForm)
+	}
+	return d, nil
+}
+
+// rememberTypedForColon masks what follows the first '@' of a user name when
+// no password was given: "mon@pw@tcp(...)" is a ':' typed as '@', and the
+// target, the driver and the server's "Access denied for user ..." would all
+// show the password as part of the user.
+func rememberTypedForColon(d *mysql.Config) {
+	if d.Passwd != "" {
+		return
+	}
+	if _, typed, ok := strings.Cut(d.User, "@"); ok {
+		rememberSecret(typed)
+	}
+}
+
+// urlAsDSN rewrites the authority and path of a mysql:// URL as a DSN,
+// without its password, to show the user the form gapscope takes.
+func urlAsDSN(rest string) string {
+	auth, db, _ := strings.Cut(rest, "/")
+	user, host := "", auth
+	if at := strings.LastIndex(auth, "@"); at >= 0 {
+		user, host = auth[:at], auth[at+1:]
+		user, _, _ = strings.Cut(user, ":")
+		user += "@"
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host += ":3306"
+	}
+	return fmt.Sprintf("'%stcp(%s)/%s'", user, host, db)
 }
 
 // mergeDSN copies what the DSN set explicitly over the file's values.
@@ -76,96 +147,45 @@ func dsnHasAddr(dsn string) bool {
 	return head[strings.LastIndex(head, "@")+1:] != ""
 }
 
-// ReadDefaultsFile returns the options of the [client] and [gapscope]
-// groups of a my.cnf file (later groups win), following !include and
-// !includedir as the mysql client does.
-func ReadDefaultsFile(path string) (map[string]string, error) {
-	out := map[string]string{}
-	if err := readCnf(path, out, 0); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func readCnf(path string, out map[string]string, depth int) error {
-	if depth > 8 {
-		return fmt.Errorf("reading %s: !include nested too deep", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("reading defaults file: %w", err)
-	}
-	defer f.Close()
-	group := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case line == "" || line[0] == '#' || line[0] == ';':
-		case strings.HasPrefix(line, "!include "):
-			inc := strings.TrimSpace(strings.TrimPrefix(line, "!include "))
-			if err := readCnf(relTo(path, inc), out, depth+1); err != nil {
-				return err
-			}
-		case strings.HasPrefix(line, "!includedir "):
-			dir := relTo(path, strings.TrimSpace(strings.TrimPrefix(line, "!includedir ")))
-			files, _ := filepath.Glob(filepath.Join(dir, "*.cnf"))
-			for _, inc := range files {
-				if err := readCnf(inc, out, depth+1); err != nil {
-					return err
-				}
-			}
-		case line[0] == '[':
-			group = strings.ToLower(strings.Trim(line, "[] \t"))
-		case group == "client" || group == "gapscope":
-			k, v := splitOption(line)
-			out[k] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	return nil
-}
-
-func relTo(base, p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(filepath.Dir(base), p)
-}
-
-// splitOption parses "key = value" (value optionally quoted); option names
-// use - and _ interchangeably.
-func splitOption(line string) (string, string) {
-	k, v, _ := strings.Cut(line, "=")
-	k = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "-", "_")
-	v = strings.TrimSpace(v)
-	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-		v = v[1 : len(v)-1]
-	} else if i := strings.Index(v, " #"); i >= 0 {
-		v = strings.TrimSpace(v[:i])
-	}
-	return k, v
-}
-
-func applyClientOptions(cfg *mysql.Config, o map[string]string) {
+// applyClientOptions sets the connection the way the mysql client reads the
+// same options: no host, or host=localhost, means the Unix socket (socket=
+// or the compiled-in default) unless protocol=tcp; the port then does not
+// matter.
+func applyClientOptions(cfg *mysql.Config, o map[string]string) error {
 	cfg.User = o["user"]
 	cfg.Passwd = o["password"]
 	cfg.DBName = o["database"]
 	host, port, socket := o["host"], o["port"], o["socket"]
-	switch {
-	case socket != "" && (host == "" || host == "localhost"):
-		cfg.Net, cfg.Addr = "unix", socket
+	protocol := strings.ToLower(o["protocol"])
+	switch protocol {
+	case "", "tcp", "socket":
 	default:
-		if host == "" || host == "localhost" {
-			host = "127.0.0.1"
-		}
-		if _, err := strconv.Atoi(port); err != nil {
-			port = "3306"
-		}
-		cfg.Net, cfg.Addr = "tcp", host+":"+port
+		return configErrorf("protocol=%s: gapscope connects over tcp or socket", protocol)
 	}
+	if (host == "" || host == "localhost") && protocol != "tcp" {
+		if socket == "" {
+			socket = DefaultSocket
+		}
+		cfg.Net, cfg.Addr = "unix", socket
+		return nil
+	}
+	if host == "" || host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if port == "" {
+		port = "3306"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return configErrorf("port=%s is not a TCP port", port)
+	}
+	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
+	return nil
+}
+
+// Target names where cfg connects, without the password: "user@tcp(host:port)"
+// or "user@unix(/path/to.sock)", for banners and messages.
+func Target(cfg *mysql.Config) string {
+	return Mask(fmt.Sprintf("%s@%s(%s)", cfg.User, cfg.Net, cfg.Addr))
 }
 
 // Open connects with Config(dsn, defaultsFile) and checks the server
@@ -180,9 +200,10 @@ func Open(dsn, defaultsFile string) (*sql.DB, error) {
 
 // OpenConfig connects with cfg and pings the server.
 func OpenConfig(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	rememberSecret(cfg.Passwd)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configuring connection: %w", err)
+		return nil, MaskError(fmt.Errorf("configuring connection: %w", err))
 	}
 	db := sql.OpenDB(conn)
 	// A monitor needs few connections; each one is a server thread.
@@ -191,30 +212,26 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connecting to %s as %s: %w (is the server running and the DSN right? try: mariadb -h HOST -P PORT -u USER -p)",
-			cfg.Net+"("+cfg.Addr+")", cfg.User, err)
+		return nil, MaskError(fmt.Errorf("connecting to %s: %w (is the server running and the DSN right? try: mariadb -h HOST -P PORT -u USER -p)",
+			Target(cfg), err))
 	}
 	return db, nil
 }
 
-var passwordInDSN = regexp.MustCompile(`^([^:@/]*):[^@]*@`)
-
 // RedactDSN returns dsn with its password replaced by "xxx", for messages.
 func RedactDSN(dsn string) string {
-	if cfg, err := mysql.ParseDSN(dsn); err == nil {
-		if cfg.Passwd != "" {
-			cfg.Passwd = "xxx"
-		}
-		return cfg.FormatDSN()
+	for _, s := range dsnSecrets(dsn) {
+		rememberSecret(s)
 	}
-	// Unparsable: still never echo what looks like a password. The
-	// password may contain '@', so cut at the last '@' before the address.
-	if at := strings.LastIndex(dsn, "@"); at > 0 {
-		if colon := strings.Index(dsn[:at], ":"); colon >= 0 {
-			return dsn[:colon] + ":xxx" + dsn[at:]
+	if !strings.Contains(dsn, "://") {
+		if cfg, err := mysql.ParseDSN(dsn); err == nil {
+			if cfg.Passwd != "" {
+				cfg.Passwd = "xxx"
+			}
+			return Mask(cfg.FormatDSN())
 		}
 	}
-	return passwordInDSN.ReplaceAllString(dsn, "$1:xxx@")
+	return Mask(dsn)
 }
 
 // IsLocalHost reports whether host (a name or an IP, no port) is this

@@ -45,13 +45,13 @@ password = 'pa ss'
 host = db1.example
 port = 3310
 [mysql]
-user = ignored
+database = shop
 `)
 	cfg, err := Config("", p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.User != "monitor" || cfg.Passwd != "pa ss" || cfg.Net != "tcp" || cfg.Addr != "db1.example:3310" {
+	if cfg.User != "monitor" || cfg.Passwd != "pa ss" || cfg.Net != "tcp" || cfg.Addr != "db1.example:3310" || cfg.DBName != "shop" {
 		t.Errorf("cfg = user %q pass %q %s(%s)", cfg.User, cfg.Passwd, cfg.Net, cfg.Addr)
 	}
 	// The DSN overrides the user but keeps the file's address and password.
@@ -134,5 +134,18 @@ func TestIsLocalHost(t *testing.T) {
 		if got := IsLocalHost(host); got != want {
 			t.Errorf("IsLocalHost(%q) = %v", host, got)
 		}
+	}
+}
+
+// Values are read as my_print_defaults prints them: '#' starts a comment
+// anywhere outside quotes, and a quoted value may be followed by one.
+func TestDefaultsFileCommentsLikeMysqlClient(t *testing.T) {
+	t.Setenv("MYSQL_PWD", "")
+	cfg, err := Config("", writeCnf(t, "[client]\npassword=ab#cd\nuser=x # who\nsocket='/tmp/a b.sock' # the socket\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Passwd != "ab" || cfg.User != "x" || cfg.Addr != "/tmp/a b.sock" {
+		t.Errorf("password %q user %q addr %q, want ab, x, /tmp/a b.sock", cfg.Passwd, cfg.User, cfg.Addr)
 	}
 }

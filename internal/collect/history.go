@@ -22,8 +22,10 @@ type historyReader[R any] struct {
 	// rows share one timer: waits mix timers (idle runs on its own).
 	incremental bool
 	minSlack    uint64
-	// except are connections reads leave out (StatementCursor.ExceptConns).
-	except map[uint64]bool
+	// except are connections reads leave out (StatementCursor.ExceptConns),
+	// but for their rows of at least exceptBelowPS (0: all left out).
+	except        map[uint64]bool
+	exceptBelowPS uint64
 	// threads maps THREAD_ID to PROCESSLIST_ID (0: background or ended),
 	// read from performance_schema.threads when a row names a thread it
 	// does not know. Joining threads in the history query instead costs the
@@ -157,6 +159,7 @@ func (h *historyReader[R]) read(ctx context.Context, db queryer) ([]R, int64, er
 		keys[i] = h.key(&all[i])
 	}
 	fresh, lost := h.ring.advance(keys)
+	h.keepUnread(keys)
 	out := make([]R, 0, len(fresh))
 	for _, i := range fresh {
 		out = append(out, all[i])
@@ -220,6 +223,20 @@ func liveThreads(ctx context.Context, db queryer) (map[uint64]bool, error) {
 	return alive, rows.Err()
 }
 
+// keepUnread keeps the threads of excepted connections marked unread
+// after a read returned their slow rows (exceptBelowPS): the rows between
+// were left out on purpose, not lost.
+func (h *historyReader[R]) keepUnread(keys []eventKey) {
+	if h.exceptBelowPS == 0 || len(h.except) == 0 {
+		return
+	}
+	for _, k := range keys {
+		if conn := h.threads[k.Thread]; conn != 0 && h.except[conn] {
+			h.ring.unread(k.Thread)
+		}
+	}
+}
+
 // exceptFilter is the condition that leaves out the threads of the
 // connections in except. A connection whose thread is not known yet (it
 // has not run a statement the reader saw) cannot be named: its rows come
@@ -247,6 +264,9 @@ func (h *historyReader[R]) exceptFilter() string {
 		b.WriteString(strconv.FormatUint(t, 10))
 	}
 	b.WriteByte(')')
+	if h.exceptBelowPS > 0 {
+		return "(" + b.String() + " OR h.TIMER_WAIT >= " + strconv.FormatUint(h.exceptBelowPS, 10) + ")"
+	}
 	return b.String()
 }
 

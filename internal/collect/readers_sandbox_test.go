@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
-	"github.com/gapscope/gapscope/internal/sandbox"
 )
 
 func TestThreadsAndProcesslistSandbox(t *testing.T) {
@@ -254,58 +253,6 @@ func TestRegistryReportsFailure(t *testing.T) {
 	}
 }
 
-func TestCheckSandbox(t *testing.T) {
-	db := monitor(t)
-	ctx := context.Background()
-	rep, err := Check(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fully instrumented, as root: only the grant warning (and the wait
-	// timer, unless calibration already switched it).
-	for _, f := range rep.Findings {
-		if f.Code != "GRANT_EXCESSIVE" && f.Code != "WAIT_TIMER_CYCLE" {
-			t.Errorf("unexpected finding %s: %s", f.Code, f.Summary)
-		}
-	}
-	if find(rep.Findings, "GRANT_EXCESSIVE") == nil {
-		t.Error("running as root: GRANT_EXCESSIVE missing")
-	}
-
-	// The least-privileged user gapscope recommends gets no grant finding.
-	execAll(t, mustConn(t, db), "CREATE USER IF NOT EXISTS 'gsmon'@'%' IDENTIFIED BY 'pw'",
-		"GRANT PROCESS ON *.* TO 'gsmon'@'%'", "GRANT SELECT ON performance_schema.* TO 'gsmon'@'%'",
-		"CREATE USER IF NOT EXISTS 'gsnone'@'%' IDENTIFIED BY 'pw'")
-	mon, err := Open(strings.Replace(server(t).DSN(""), "root@", "gsmon:pw@", 1), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close()
-	rep, err = Check(ctx, mon)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range rep.Findings {
-		if strings.HasPrefix(f.Code, "GRANT_") || f.Code == "THREAD_POOL_TABLES_UNREADABLE" {
-			t.Errorf("least-privileged user: %s %s", f.Code, f.Evidence)
-		}
-	}
-	none, err := Open(strings.Replace(server(t).DSN(""), "root@", "gsnone:pw@", 1), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer none.Close()
-	rep, err = Check(ctx, none)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"GRANT_PROCESS_MISSING", "GRANT_PS_SELECT_MISSING"} {
-		if find(rep.Findings, want) == nil {
-			t.Errorf("user without grants: %s missing in %v", want, codes(rep.Findings))
-		}
-	}
-}
-
 func mustConn(t *testing.T, db *sql.DB) *sql.Conn {
 	t.Helper()
 	c, err := db.Conn(context.Background())
@@ -314,42 +261,6 @@ func mustConn(t *testing.T, db *sql.DB) *sql.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// A MariaDB with performance_schema ON and nothing else: the defaults the
-// FACTS describe must each produce their finding.
-func TestCheckDefaultMariaDBSandbox(t *testing.T) {
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: []string{"--performance-schema=ON"}})
-	db, err := Open(inst.DSN(""), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rep, err := Check(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"STATEMENT_HISTORY_OFF", "STAGE_HISTORY_OFF", "WAIT_HISTORY_OFF", "INSTRUMENTS_OFF", "WAIT_TIMER_CYCLE", "THREAD_POOL_OFF"} {
-		if find(rep.Findings, want) == nil {
-			t.Errorf("default MariaDB: %s missing in %v", want, codes(rep.Findings))
-		}
-	}
-	// And calibration says what to turn on instead of failing obscurely.
-	if _, err := Calibrate(context.Background(), db); err != ErrNoStatementHistory {
-		t.Errorf("Calibrate on default MariaDB: %v, want ErrNoStatementHistory", err)
-	}
-	// Applying the fix the finding gives makes it go away.
-	fix := find(rep.Findings, "STATEMENT_HISTORY_OFF").Fix
-	if _, err := db.Exec(strings.SplitN(fix, ";", 2)[0]); err != nil {
-		t.Fatalf("running the fix %q: %v", fix, err)
-	}
-	rep, _ = Check(context.Background(), db)
-	if find(rep.Findings, "STATEMENT_HISTORY_OFF") != nil {
-		t.Error("STATEMENT_HISTORY_OFF still reported after its fix")
-	}
-	if _, err := Calibrate(context.Background(), db); err != nil {
-		t.Errorf("Calibrate after the fix: %v", err)
-	}
 }
 
 func hasStage(rows []ServerStage, st ServerStatement, name string) bool {

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // statementFields lists the statement history columns gapscope reads.
@@ -42,8 +43,9 @@ var statementFields = []field[ServerStatement]{
 	{name: "CPU_TIME", optional: true, set: func(r *ServerStatement, v []byte) { r.CPUTimePS = pU64(v) }},
 }
 
-// joinFields are the columns the wire join and the server-only view use,
-// the statement text cut to its start (the join only compares leading
+// joinFields are the columns the wire join and the server-only view use
+// (rows examined and lock time: the server-only profile's columns), the
+// statement text cut to its start (the join only compares leading
 // keywords). A whole-table poll of a 100k-row ring reading these takes
 // about half as long as one reading every column (BenchmarkStatementCursorSandbox,
 // whole vs whole-join).
@@ -51,6 +53,7 @@ var joinFields = func() []field[ServerStatement] {
 	keep := map[string]int{"THREAD_ID": 0, "EVENT_ID": 0, "END_EVENT_ID": 0, "EVENT_NAME": 0,
 		"TIMER_START": 0, "TIMER_END": 0, "TIMER_WAIT": 0, "SQL_TEXT": joinTextPrefix, "DIGEST": 0,
 		"DIGEST_TEXT": 0, "CURRENT_SCHEMA": 0, "MYSQL_ERRNO": 0, "ROWS_SENT": 0,
+		"ROWS_EXAMINED": 0, "LOCK_TIME": 0,
 		"NESTING_EVENT_ID": 0, "NESTING_EVENT_TYPE": 0, "NESTING_EVENT_LEVEL": 0}
 	var out []field[ServerStatement]
 	for _, f := range statementFields {
@@ -127,6 +130,15 @@ func (c *StatementCursor) ExceptConns(ids []uint64) {
 	c.readAgain(ids)
 }
 
+// ExceptBelow makes ExceptConns leave out only the rows of those
+// connections that took less than d on the server: a slow statement's row
+// is read whichever connection ran it (0: every row of theirs left out).
+func (c *StatementCursor) ExceptBelow(d time.Duration) {
+	if c.r != nil {
+		c.r.exceptBelowPS = uint64(d.Nanoseconds()) * 1000
+	}
+}
+
 // readAgain notes the connections whose statements reads are to return
 // again (left out before, not in ids): what they ran while left out was
 // not read on purpose, so the gap before their next row is not ring loss.
@@ -183,6 +195,7 @@ func (c *StatementCursor) Poll(ctx context.Context, db queryer, clock Clock) ([]
 			continue
 		}
 		c.fillConn(&s)
+		s.Source = c.table
 		if clock.OriginUS != 0 {
 			s.StartUS, s.EndUS = clock.UnixMicros(s.TimerStart), clock.UnixMicros(s.TimerEnd)
 		}

@@ -10,8 +10,9 @@ import (
 )
 
 // MariaDB's thread pool tables (information_schema, 10.5+). Note what they
-// cannot show (FACTS.md): a request waiting for a listener is invisible
-// here (QUEUE_LENGTH 0, no QUEUES row); only the wire shows that wait.
+// cannot show (measured in the thread-pool case, docs/field-reports.md): a
+// request waiting for a listener is invisible here (QUEUE_LENGTH 0, no
+// QUEUES row); only the wire shows that wait.
 
 // ThreadPoolGroups reads information_schema.THREAD_POOL_GROUPS.
 func ThreadPoolGroups(ctx context.Context, db queryer) ([]PoolGroup, error) {

@@ -51,7 +51,21 @@ type ServerStatement struct {
 	NoIndexUsed          bool
 	NoGoodIndexUsed      bool
 	CPUTimePS            uint64 // MySQL 8.0.28+; 0 elsewhere
+	// Source is the table the row was read from (SourceHistoryLong, ...);
+	// "" when the reader did not say.
+	Source string
 }
+
+// The tables a statement row can come from (ServerStatement.Source).
+const (
+	SourceHistoryLong = "events_statements_history_long"
+	SourceHistory     = "events_statements_history"
+	SourceCurrent     = "events_statements_current"
+	// SourceRunning: read from events_statements_current while it still
+	// ran, its thread gone before its final row could be read; its end is
+	// the caller's (watch takes the wire's first answer byte).
+	SourceRunning = "events_statements_current (read while running; end from the wire)"
+)
 
 // Clock converts performance_schema picosecond timers into Unix time.
 // OriginUS is the Unix microsecond at which the timers read 0.
@@ -67,6 +81,13 @@ type Clock struct {
 	ServerOffsetUS int64
 	// Samples is how many marker round trips were used.
 	Samples int
+	// PathRTTUS is the smallest COM_PING round trip of the calibrating
+	// connection. From LinkRTTFloorNS on, the connection crosses a network
+	// and each marker's bracket was narrowed by half of it at both ends
+	// (the request reached the server a transit after it left, the answer
+	// left a transit before it came back; both ways assumed equal), which
+	// is what ErrorUS then reflects.
+	PathRTTUS int64
 	// Wait converts wait timers, which run on their own timer (CYCLE on
 	// MariaDB by default) with their own origin and rate. Zero value: waits
 	// share the statement timer.
@@ -100,7 +121,7 @@ func (c Clock) UnixMicros(ps uint64) int64 {
 }
 
 // Mark is the comment every gapscope query carries, so that gapscope can drop
-// its own statements from what it reports (DESIGN §6).
+// its own statements from what it reports (docs/design.md).
 const Mark = "/* gapscope */"
 
 // ServerInfo describes the server gapscope is connected to: enough to gate

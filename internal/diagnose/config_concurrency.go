@@ -8,7 +8,8 @@ import (
 
 // checkConcurrencyCap finds settings that cap how many statements run at
 // once, so that beyond the cap latency explodes while the server looks idle
-// (seed 002: innodb_thread_concurrency=32 on a shared MariaDB 10.4).
+// (the concurrency-cap case of docs/field-reports.md:
+// innodb_thread_concurrency=32 on a shared MariaDB 10.4).
 func checkConcurrencyCap(w *Window) []event.Finding {
 	var out []event.Finding
 	for _, check := range []func(*Window) *event.Finding{innodbConcurrencyCap, poolCap, connectionCap} {
@@ -114,7 +115,7 @@ func connectionCap(w *Window) *event.Finding {
 
 // checkPoolSizing flags thread-pool settings that fit the host badly: fewer
 // groups than cores leaves CPUs idle; a long stall limit lets one long
-// statement hold back every other connection of its group (seed 004).
+// statement hold back every other connection of its group (the thread-pool case).
 func checkPoolSizing(w *Window) []event.Finding {
 	p := w.pool()
 	if !p.Enabled {

@@ -17,8 +17,9 @@ var grantRE = regexp.MustCompile(`(?i)^GRANT\s+(.+?)\s+ON\s+(\S+)\s+TO\s+.*?(WIT
 // processlist, other sessions' threads and SHOW EXPLAIN; USAGE is none.
 var needed = []string{"USAGE", "PROCESS"}
 
-// minimalGrants is the fix: an account with just what gapscope reads.
-const minimalGrants = "CREATE USER 'gapscope'@'%' IDENTIFIED BY '...'; GRANT PROCESS ON *.* TO 'gapscope'@'%'; GRANT SELECT ON performance_schema.* TO 'gapscope'@'%'; then run gapscope with that account"
+// minimalGrants is the fix: an account with just what gapscope reads, and
+// the one update it makes (switching a CYCLE wait timer to NANOSECOND).
+const minimalGrants = "CREATE USER 'gapscope'@'%' IDENTIFIED BY '...'; GRANT PROCESS ON *.* TO 'gapscope'@'%'; GRANT SELECT ON performance_schema.* TO 'gapscope'@'%'; GRANT UPDATE ON performance_schema.setup_timers TO 'gapscope'@'%'; then run gapscope with that account"
 
 // checkExcessGrants warns when gapscope runs with more than it needs:
 // a monitoring tool holding SUPER or write privileges is a risk for no gain.
@@ -31,11 +32,17 @@ func checkExcessGrants(w *Window) []event.Finding {
 	if slices.Contains(excess, "ALL PRIVILEGES") || slices.Contains(excess, "SUPER") {
 		sev = event.SeverityCritical
 	}
+	who := "gapscope"
+	ev := map[string]any{"grants": redactGrants(w.Grants), "excess": excess, "needed": "PROCESS ON *.*, SELECT ON performance_schema.*"}
+	if w.Server != nil && w.Server.CurrentUser != "" {
+		who += " (as " + w.Server.CurrentUser + ")"
+		ev["current_user"] = w.Server.CurrentUser
+	}
 	return []event.Finding{{
 		Code:     CodeExcessGrants,
 		Severity: sev,
-		Summary:  fmt.Sprintf("gapscope runs with %s on *.*; it needs only PROCESS and SELECT ON performance_schema.*", strings.Join(excess, ", ")),
-		Evidence: map[string]any{"grants": w.Grants, "excess": excess, "needed": "PROCESS ON *.*, SELECT ON performance_schema.*"},
+		Summary:  fmt.Sprintf("%s runs with %s on *.*; it needs only PROCESS and SELECT ON performance_schema.*", who, strings.Join(excess, ", ")),
+		Evidence: ev,
 		Fix:      minimalGrants,
 	}}
 }

@@ -1,21 +1,24 @@
 package diagnose
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 )
 
 // TestConfigDefaults: documented defaults trip nothing except what really is
-// missing for gapscope: performance_schema is OFF by default in MariaDB, and
-// with it on MariaDB records no statement history.
+// missing for gapscope: performance_schema is OFF by default in MariaDB;
+// with it on MariaDB records no statement history, and MySQL keeps only the
+// per-thread history, not the long one that gapscope reads.
 func TestConfigDefaults(t *testing.T) {
 	want := map[string][]string{
-		"mysql-5.7": nil, "mysql-8.0": nil, "mysql-8.4": nil,
-		"mariadb-10.4": {CodeMissingConsumers}, "mariadb-10.6": {CodeMissingConsumers},
-		"mariadb-10.11": {CodeMissingConsumers}, "mariadb-10.11-ps": {CodeMissingConsumers},
+		"mysql-5.7": {CodeMissingConsumers}, "mysql-8.0": {CodeMissingConsumers}, "mysql-8.4": {CodeMissingConsumers},
+		"mariadb-10.4": {CodePerformanceSchemaOff}, "mariadb-10.6": {CodePerformanceSchemaOff},
+		"mariadb-10.11": {CodePerformanceSchemaOff}, "mariadb-10.11-ps": {CodeMissingConsumers},
 	}
 	for name, fx := range fixtures(t) {
 		w, ok := want[name]
@@ -34,22 +37,68 @@ func TestMissingConsumersGivesSQL(t *testing.T) {
 	fx := fixtures(t)
 	f := only(t, Run(fx["mariadb-10.11-ps"].window(), ConfigRules()...), CodeMissingConsumers, 1)[0]
 	checkFinding(t, f)
-	if got := f.Evidence["missing_consumers"].([]string); !slices.Equal(got, []string{"events_statements_current", "events_statements_history_long"}) {
+	if got := f.Evidence["missing_consumers"].([]string); !slices.Equal(got, []string{"events_statements_current", "events_statements_history_long", "events_statements_history"}) {
 		t.Errorf("missing %v", got)
 	}
-	if !strings.Contains(f.Fix, "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN ('events_statements_current','events_statements_history_long');") {
+	if !strings.Contains(f.Fix, "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN ('events_statements_current','events_statements_history_long','events_statements_history');") {
 		t.Errorf("fix %q", f.Fix)
 	}
-	off := only(t, Run(fx["mariadb-10.11"].window(), ConfigRules()...), CodeMissingConsumers, 1)[0]
-	if !strings.Contains(off.Fix, "performance_schema=ON") || !strings.Contains(off.Summary, "OFF") {
-		t.Errorf("performance_schema OFF finding: %q / %q", off.Summary, off.Fix)
+	// The options named are those of the consumers off, and only those.
+	if !strings.Contains(f.Fix, "performance-schema-consumer-events-statements-current=ON, performance-schema-consumer-events-statements-history-long=ON, performance-schema-consumer-events-statements-history=ON") ||
+		strings.Count(f.Fix, "performance-schema-consumer-") != 3 || f.Severity != event.SeverityCritical {
+		t.Errorf("fix %q (%s)", f.Fix, f.Severity)
+	}
+	off := Run(fx["mariadb-10.11"].window(), ConfigRules()...)
+	only(t, off, CodeMissingConsumers, 0)
+	ps := only(t, off, CodePerformanceSchemaOff, 1)[0]
+	if !strings.Contains(ps.Fix, "performance_schema=ON") || !strings.Contains(ps.Summary, "OFF") {
+		t.Errorf("performance_schema OFF finding: %q / %q", ps.Summary, ps.Fix)
 	}
 	w := fx["mariadb-10.11-ps"].window()
 	w.Consumers["events_statements_current"], w.Consumers["events_statements_history_long"] = true, true
-	w.Instruments["statement"] = [2]int{100, 219}
+	w.Consumers["events_statements_history"] = true
+	w.Instruments["statement"] = collect.Instruments{Total: 219, Enabled: 100, Timed: 100}
 	f = only(t, Run(w, ConfigRules()...), CodeMissingConsumers, 1)[0]
 	if !strings.Contains(f.Fix, "setup_instruments SET ENABLED='YES', TIMED='YES' WHERE NAME LIKE 'statement/%'") || strings.Contains(f.Fix, "setup_consumers") {
 		t.Errorf("statement instruments off: fix %q", f.Fix)
+	}
+}
+
+// TestMissingConsumersNamesExactlyWhatIsOff: one consumer off, the fix names
+// it (runtime SQL and my.cnf option) and no other.
+func TestMissingConsumersNamesExactlyWhatIsOff(t *testing.T) {
+	for _, off := range neededStatementConsumers {
+		w := fixtures(t)["mariadb-10.11-ps"].window()
+		for _, c := range neededStatementConsumers {
+			w.Consumers[c] = c != off
+		}
+		w.Consumers[threadHistoryConsumer] = true
+		f := only(t, Run(w, ConfigRules()...), CodeMissingConsumers, 1)[0]
+		opt := "performance-schema-consumer-" + strings.ReplaceAll(off, "_", "-") + "=ON"
+		if !strings.Contains(f.Fix, "WHERE NAME IN ('"+off+"');") || !strings.Contains(f.Fix, opt) || strings.Count(f.Fix, "performance-schema-consumer-") != 1 {
+			t.Errorf("%s off: fix %q", off, f.Fix)
+		}
+		if want := event.SeverityCritical; off == "statements_digest" && f.Severity == want || off != "statements_digest" && f.Severity != want {
+			t.Errorf("%s off: severity %s", off, f.Severity)
+		}
+	}
+}
+
+// Without the per-thread history alone, check says which statements
+// watch cannot join, as a warning (history_long still joins the rest).
+func TestMissingThreadHistorySaysWhatIsLost(t *testing.T) {
+	w := fixtures(t)["mariadb-10.11-ps"].window()
+	for _, c := range neededStatementConsumers {
+		w.Consumers[c] = true
+	}
+	w.Consumers[threadHistoryConsumer] = false
+	f := only(t, Run(w, ConfigRules()...), CodeMissingConsumers, 1)[0]
+	if got := f.Evidence["missing_consumers"].([]string); !slices.Equal(got, []string{threadHistoryConsumer}) {
+		t.Errorf("missing %v", got)
+	}
+	if !strings.Contains(f.Summary, "cannot join the slow statements of busy connections") || !strings.Contains(f.Fix, "('events_statements_history')") ||
+		f.Severity != event.SeverityWarning {
+		t.Errorf("summary %q, fix %q, severity %s", f.Summary, f.Fix, f.Severity)
 	}
 }
 
@@ -149,7 +198,7 @@ func TestInstrumentationCost(t *testing.T) {
 	fx := fixtures(t)
 	w := fx["mariadb-10.11-ps"].window()
 	for class, c := range w.Instruments {
-		w.Instruments[class] = [2]int{c[1], c[1]}
+		w.Instruments[class] = collect.Instruments{Total: c.Total, Enabled: c.Total, Timed: c.Total}
 	}
 	for name := range w.Consumers {
 		w.Consumers[name] = true
@@ -159,7 +208,8 @@ func TestInstrumentationCost(t *testing.T) {
 	if m := f.Evidence["measured"].(string); !strings.Contains(m, "measured by gapscope overhead on") || !strings.Contains(m, "x0.71") {
 		t.Errorf("measured %q", m)
 	}
-	if f.Evidence["consumers_on"] != 15 || !strings.Contains(f.Summary, "995 of 995 instruments") {
+	if f.Evidence["consumers_on"] != 15 || !strings.Contains(f.Summary, "995 of 995 instruments") || !strings.Contains(f.Summary, "29%") ||
+		!strings.Contains(f.Evidence["estimate"].(string), "with this configuration") {
 		t.Errorf("evidence: %s", dump([]event.Finding{f}))
 	}
 	for name, fx := range fixtures(t) {
@@ -170,6 +220,36 @@ func TestInstrumentationCost(t *testing.T) {
 			t.Errorf("%s: %s", name, dump([]event.Finding{f}))
 		}
 	}
+}
+
+// TestInstrumentationCostMatchesConfiguration: statement, stage and socket
+// instruments on with every synchronisation wait off is not the measured
+// "all on" configuration and costs little: no finding. Synchronisation
+// waits on without everything else: the finding calls the measured cost an
+// upper bound and never claims the 29%.
+func TestInstrumentationCostMatchesConfiguration(t *testing.T) {
+	w := fixtures(t)["mariadb-10.11-ps"].window()
+	for _, class := range []string{"statement", "stage", "wait/io/socket"} {
+		n := w.Instruments[class].Total
+		w.Instruments[class] = collect.Instruments{Total: n, Enabled: n, Timed: n}
+	}
+	for _, c := range append(neededStatementConsumers, "events_stages_current", "events_stages_history_long") {
+		w.Consumers[c] = true
+	}
+	only(t, Run(w, ConfigRules()...), CodeInstrumentationCost, 0)
+
+	synch := w.Instruments["wait/synch"].Total
+	w.Instruments["wait/synch"] = collect.Instruments{Total: synch, Enabled: synch, Timed: synch}
+	f := only(t, Run(w, ConfigRules()...), CodeInstrumentationCost, 1)[0]
+	checkFinding(t, f)
+	if strings.Contains(f.Summary, "29%") || !strings.Contains(f.Summary, "at most") ||
+		!strings.Contains(f.Summary, fmt.Sprintf("synchronisation waits: %d of %d", synch, synch)) ||
+		!strings.Contains(f.Evidence["estimate"].(string), "upper bound") {
+		t.Errorf("partial configuration: %s", dump([]event.Finding{f}))
+	}
+	// Enabled but not timed costs less than the measurement: not "on".
+	w.Instruments["wait/synch"] = collect.Instruments{Total: synch, Enabled: synch}
+	only(t, Run(w, ConfigRules()...), CodeInstrumentationCost, 0)
 }
 
 func TestTransientStats(t *testing.T) {

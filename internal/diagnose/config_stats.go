@@ -7,7 +7,7 @@ import (
 )
 
 // statsCheck is one way InnoDB statistics can drift between executions and
-// flip plans (seed 003: table_scan rows 1 vs 197 million).
+// flip plans (the plan-flip case of docs/field-reports.md: table_scan rows 1 vs 197 million).
 type statsCheck struct {
 	bad      func(w *Window) bool
 	severity event.Severity

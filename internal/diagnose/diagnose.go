@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 )
 
@@ -39,9 +40,9 @@ type Window struct {
 	Cores int
 	// Consumers maps performance_schema.setup_consumers NAME to ENABLED.
 	Consumers map[string]bool
-	// Instruments maps an instrument class (statement, stage, wait, memory,
-	// ...) to {enabled, total}.
-	Instruments map[string][2]int
+	// Instruments counts instruments by class, as collect.Capabilities
+	// keys them ("statement", "stage", "wait/synch", "wait/io/socket", ...).
+	Instruments map[string]collect.Instruments
 	// Grants are the lines of SHOW GRANTS for gapscope's own account.
 	Grants     []string
 	PoolGroups []PoolGroup
@@ -50,8 +51,18 @@ type Window struct {
 	// receive-window limited during the window, as its kernel counted
 	// (TCP_INFO); nil when not read (a remote server, or no sock_diag).
 	RwndLimitedUS map[string]int64
+	// Server is what collect read about the server and gapscope's access
+	// to it; nil when not read (fixtures, a settings file), and the rules
+	// about gapscope's own access then stay silent.
+	Server *collect.ServerInfo
+	// PoolTables maps each THREAD_POOL_* table to "" or the error reading it.
+	PoolTables map[string]string
 	// SettingsSource says where Vars came from ("server", a file name, ...).
 	SettingsSource string
+	// Seen is how many statements the window stands for when Statements
+	// holds only those the rules need (analyze keeps the ones with an error,
+	// a closed window or a retransmission); 0 means len(Statements).
+	Seen int64
 	// Limits tunes the statement rules; zero fields take the defaults.
 	Limits Limits
 }
@@ -90,33 +101,83 @@ type Rule struct {
 	Check func(w *Window) []event.Finding
 }
 
-// StatementRules are the rules over joined statements.
+// StatementRules are the rules over statements. POOL_QUEUE and SERVER_EXEC
+// need the server's split and look at joined statements only; the others
+// also judge what the wire alone shows (WireRules).
 func StatementRules() []Rule {
 	return []Rule{
 		{CodePoolQueue, checkPoolQueue},
 		{CodeClientBackpressure, checkClientBackpressure},
 		{CodeServerExec, checkServerExec},
 		{CodeNetwork, checkNetwork},
+		{CodeErrors, errorsRule},
 	}
 }
 
-// ConfigRules are the rules over settings, status, consumers and grants.
-func ConfigRules() []Rule {
+// requiredRules say what a run cannot do without: performance_schema and
+// the statement consumers gapscope joins.
+func requiredRules() []Rule {
+	return []Rule{
+		{CodePerformanceSchemaOff, checkPerformanceSchemaOff},
+		{CodeMissingConsumers, checkMissingConsumers},
+	}
+}
+
+// tuningRules judge the server's own settings: concurrency caps, pool
+// sizing, instrumentation cost, statistics.
+func tuningRules() []Rule {
 	return []Rule{
 		{CodeConcurrencyCap, checkConcurrencyCap},
-		{CodePoolSizing, checkPoolSizing},
 		{CodeInstrumentationCost, checkInstrumentationCost},
+		{CodePoolSizing, checkPoolSizing},
 		{CodeTransientStats, checkTransientStats},
-		{CodeMissingConsumers, checkMissingConsumers},
-		{CodeExcessGrants, checkExcessGrants},
 	}
 }
 
-// Rules returns every registered rule.
-func Rules() []Rule { return append(StatementRules(), ConfigRules()...) }
+var excessGrantsRule = Rule{CodeExcessGrants, checkExcessGrants}
+
+// ConfigRules are the rules over settings, status, consumers and grants
+// that bear on every run: watch applies them at its end.
+func ConfigRules() []Rule {
+	return slices.Concat(requiredRules(), tuningRules(), []Rule{excessGrantsRule})
+}
+
+// AccessRules judge what else the server could offer gapscope (stages,
+// socket waits, the wait timer, thread-pool tables) and the account it
+// runs as: what check audits before a run. They need Window.Server.
+func AccessRules() []Rule {
+	return []Rule{
+		{CodeStageHistoryOff, checkStageConsumers},
+		{CodeWaitHistoryOff, checkWaitConsumers},
+		{CodeInstrumentsOff, checkInstrumentsOff},
+		{CodeWaitTimerCycle, checkWaitTimer},
+		{CodeThreadPoolOff, checkThreadPoolOff},
+		{CodeThreadPoolTablesMissing, checkThreadPoolTablesMissing},
+		{CodeThreadPoolTablesUnreadable, checkThreadPoolTablesUnreadable},
+		{CodeThreadPoolNoExtraPort, checkThreadPoolNoExtraPort},
+		{CodeGrantProcessMissing, checkGrantProcessMissing},
+		{CodeGrantPSSelectMissing, checkGrantPSSelectMissing},
+		excessGrantsRule,
+	}
+}
+
+// CheckRules are what `gapscope check` applies: the server's settings and
+// gapscope's access, no statements; what a run needs comes first.
+func CheckRules() []Rule { return slices.Concat(requiredRules(), AccessRules(), tuningRules()) }
+
+// WatchRules are what a watch run applies at its end: its statements and
+// the server's settings.
+func WatchRules() []Rule { return append(StatementRules(), ConfigRules()...) }
+
+// Rules returns every registered rule, each once: the one list of finding
+// codes.
+func Rules() []Rule {
+	return slices.Concat(StatementRules(), requiredRules(), AccessRules(), tuningRules())
+}
 
 // Run applies rules (all registered rules when none are given) to w and
-// returns their findings, most severe first, then by code.
+// returns their findings, most severe first, then in the order of the
+// rules.
 func Run(w *Window, rules ...Rule) []event.Finding {
 	if w == nil {
 		return nil
@@ -128,20 +189,8 @@ func Run(w *Window, rules ...Rule) []event.Finding {
 	for _, r := range rules {
 		out = append(out, r.Check(w)...)
 	}
-	slices.SortStableFunc(out, func(a, b event.Finding) int {
-		return cmp.Or(cmp.Compare(severityRank(b.Severity), severityRank(a.Severity)), cmp.Compare(a.Code, b.Code))
-	})
+	slices.SortStableFunc(out, event.MoreSevere)
 	return out
-}
-
-func severityRank(s event.Severity) int {
-	switch s {
-	case event.SeverityCritical:
-		return 2
-	case event.SeverityWarning:
-		return 1
-	}
-	return 0
 }
 
 // Stable finding codes. They are part of gapscope's interface.
@@ -150,10 +199,23 @@ const (
 	CodeClientBackpressure  = "CLIENT_BACKPRESSURE"
 	CodeServerExec          = "SERVER_EXEC"
 	CodeNetwork             = "NETWORK"
+	CodeErrors              = "ERRORS"
 	CodeConcurrencyCap      = "CONCURRENCY_CAP"
 	CodePoolSizing          = "POOL_SIZING"
 	CodeInstrumentationCost = "INSTRUMENTATION_COST"
 	CodeTransientStats      = "TRANSIENT_STATS"
 	CodeMissingConsumers    = "MISSING_CONSUMERS"
 	CodeExcessGrants        = "EXCESS_GRANTS"
+
+	CodePerformanceSchemaOff       = "PS_OFF"
+	CodeStageHistoryOff            = "STAGE_HISTORY_OFF"
+	CodeWaitHistoryOff             = "WAIT_HISTORY_OFF"
+	CodeInstrumentsOff             = "INSTRUMENTS_OFF"
+	CodeWaitTimerCycle             = "WAIT_TIMER_CYCLE"
+	CodeThreadPoolOff              = "THREAD_POOL_OFF"
+	CodeThreadPoolTablesMissing    = "THREAD_POOL_TABLES_MISSING"
+	CodeThreadPoolTablesUnreadable = "THREAD_POOL_TABLES_UNREADABLE"
+	CodeThreadPoolNoExtraPort      = "THREAD_POOL_NO_EXTRA_PORT"
+	CodeGrantProcessMissing        = "GRANT_PROCESS_MISSING"
+	CodeGrantPSSelectMissing       = "GRANT_PS_SELECT_MISSING"
 )

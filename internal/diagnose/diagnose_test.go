@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 )
 
@@ -14,6 +15,7 @@ func healthyWindow(t *testing.T) *Window {
 	w := fixtures(t)["mariadb-10.11-ps"].window()
 	w.Statements = healthy()
 	w.Consumers["events_statements_current"], w.Consumers["events_statements_history_long"] = true, true
+	w.Consumers["events_statements_history"] = true
 	w.Grants = []string{"GRANT PROCESS ON *.* TO `gapscope`@`%`", "GRANT SELECT ON `performance_schema`.* TO `gapscope`@`%`"}
 	w.Cores = 2
 	return w
@@ -25,14 +27,14 @@ func TestHealthyWindowHasNoFinding(t *testing.T) {
 	}
 }
 
-func TestRunSortsBySeverityThenCode(t *testing.T) {
+func TestRunSortsBySeverityThenRule(t *testing.T) {
 	w := threadPoolWindow()                                                             // POOL_QUEUE critical, SERVER_EXEC warning
 	w.Vars["innodb_stats_auto_recalc"], w.Vars["innodb_stats_persistent"] = "OFF", "ON" // TRANSIENT_STATS info
 	w.Grants = []string{"GRANT SELECT ON *.* TO x"}                                     // EXCESS_GRANTS warning
 	fs := Run(w)
 	for i := 1; i < len(fs); i++ {
 		a, b := fs[i-1], fs[i]
-		if severityRank(a.Severity) < severityRank(b.Severity) || (a.Severity == b.Severity && a.Code > b.Code) {
+		if a.Severity.Rank() < b.Severity.Rank() || (a.Severity == b.Severity && ruleIndex(a.Code) > ruleIndex(b.Code)) {
 			t.Fatalf("not sorted at %d: %v", i, codes(fs))
 		}
 	}
@@ -64,8 +66,26 @@ func TestRegistryCodesAreUnique(t *testing.T) {
 		}
 		seen[r.Code] = true
 	}
-	if len(seen) != 10 {
-		t.Errorf("want 10 rules, got %d", len(seen))
+	want := []string{CodePoolQueue, CodeClientBackpressure, CodeServerExec, CodeNetwork, CodeErrors,
+		CodePerformanceSchemaOff, CodeMissingConsumers, CodeConcurrencyCap, CodePoolSizing, CodeInstrumentationCost,
+		CodeTransientStats, CodeExcessGrants, CodeStageHistoryOff, CodeWaitHistoryOff, CodeInstrumentsOff,
+		CodeWaitTimerCycle, CodeThreadPoolOff, CodeThreadPoolTablesMissing, CodeThreadPoolTablesUnreadable,
+		CodeThreadPoolNoExtraPort, CodeGrantProcessMissing, CodeGrantPSSelectMissing}
+	if len(seen) != len(want) {
+		t.Errorf("want %d rules, got %d", len(want), len(seen))
+	}
+	for _, c := range want {
+		if !seen[c] {
+			t.Errorf("rule %s not registered", c)
+		}
+	}
+	// Every rule set is drawn from the one registry.
+	for name, set := range map[string][]Rule{"check": CheckRules(), "watch": WatchRules(), "wire": WireRules()} {
+		for _, r := range set {
+			if !seen[r.Code] {
+				t.Errorf("%s applies %s, which Rules() does not hold", name, r.Code)
+			}
+		}
 	}
 }
 
@@ -91,11 +111,15 @@ func TestRulesSurviveOddInput(t *testing.T) {
 			Vars: map[string]string{"thread_handling": "pool-of-threads", "thread_pool_size": []string{"0", "-3", "x", "2"}[r.IntN(4)],
 				"thread_pool_oversubscribe": "-1", "innodb_thread_concurrency": "nan", "max_connections": "0", "optimizer_trace": ""},
 			Status:      map[string]string{"threads_running": "-5", "Max_used_connections": "1e9"},
-			Instruments: map[string][2]int{"wait": {5, 0}, "x": {-1, -1}}, Consumers: map[string]bool{"": true}}
+			Instruments: map[string]collect.Instruments{"wait/synch": {Enabled: 5}, "x": {Total: -1, Enabled: -1, Timed: -1}}, Consumers: map[string]bool{"": true}}
 		for _, f := range Run(w) {
 			if f.Code == "" || f.Severity == "" {
 				t.Fatalf("finding without code or severity: %s", dump([]event.Finding{f}))
 			}
 		}
 	}
+}
+
+func ruleIndex(code string) int {
+	return slices.IndexFunc(Rules(), func(r Rule) bool { return r.Code == code })
 }

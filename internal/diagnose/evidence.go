@@ -57,7 +57,7 @@ func topExamples(stmts []*event.Statement, key func(*event.Statement) int64) []E
 	return out
 }
 
-// parts sums the five parts of DESIGN §2 over statements.
+// parts sums the five parts of a statement's time (docs/design.md) over statements.
 type parts struct {
 	N                                                    int
 	Client, Request, Queue, Exec, Stall, Delivery        int64

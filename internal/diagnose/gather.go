@@ -21,18 +21,22 @@ func ServerWindow(ctx context.Context, db *sql.DB, caps collect.Capabilities, co
 	if err != nil {
 		return nil, err
 	}
-	w := &Window{Vars: lowerKeys(vars), Status: status, Flavor: caps.Server.Flavor, Version: caps.Server.Version,
-		Cores: cores, Consumers: caps.Consumers, Grants: caps.Grants, SettingsSource: "server"}
-	w.Instruments = map[string][2]int{}
-	for pattern, n := range caps.Instruments {
-		w.Instruments[strings.TrimSuffix(pattern, "/%")] = [2]int{n.Enabled, n.Total}
-	}
+	w := CapabilitiesWindow(caps, vars, status, cores)
 	if caps.Server.ThreadPoolTables {
 		if groups, err := collect.ThreadPoolGroups(ctx, db); err == nil {
 			w.PoolGroups = PoolGroupsFrom(groups)
 		}
 	}
 	return w, nil
+}
+
+// CapabilitiesWindow is the configuration half of a Window from what
+// collect read: the capabilities, global variables and status.
+func CapabilitiesWindow(caps collect.Capabilities, vars, status map[string]string, cores int) *Window {
+	server := caps.Server
+	return &Window{Vars: lowerKeys(vars), Status: status, Flavor: caps.Server.Flavor, Version: caps.Server.Version,
+		Cores: cores, Consumers: caps.Consumers, Instruments: caps.Instruments, Grants: caps.Grants,
+		Server: &server, PoolTables: caps.PoolTables, SettingsSource: "server"}
 }
 
 // PoolGroupsFrom converts collect's thread-pool rows.

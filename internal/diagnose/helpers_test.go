@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 )
 
@@ -48,12 +49,12 @@ func healthy() []event.Statement {
 
 // fixture is one testdata/vars file.
 type fixture struct {
-	Flavor      string            `json:"flavor"`
-	Version     string            `json:"version"`
-	Source      string            `json:"source"`
-	Vars        map[string]string `json:"vars"`
-	Consumers   map[string]bool   `json:"consumers"`
-	Instruments map[string][2]int `json:"instruments"`
+	Flavor      string                         `json:"flavor"`
+	Version     string                         `json:"version"`
+	Source      string                         `json:"source"`
+	Vars        map[string]string              `json:"vars"`
+	Consumers   map[string]bool                `json:"consumers"`
+	Instruments map[string]collect.Instruments `json:"instruments"`
 }
 
 // fixtures loads every variable set by glob so none goes unused.

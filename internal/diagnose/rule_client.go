@@ -8,10 +8,11 @@ import (
 )
 
 // checkClientBackpressure finds statements whose server time was mostly
-// spent blocked on a client that did not read (seed 000). It relies on
-// send_stall_us, the part of the server's time the join attributed to a
-// closed receive window — not on zero windows alone, which also appear when
-// the server had long finished.
+// spent blocked on a client that did not read (the slow-client case of
+// docs/field-reports.md). It relies on send_stall_us, the part of the
+// server's time the join attributed to a closed receive window — not on
+// zero windows alone, which also appear when the server had long finished.
+// Statements the join could not explain get the wire's weaker finding.
 func checkClientBackpressure(w *Window) []event.Finding {
 	l := w.limits()
 	stmts := joined(w)
@@ -27,7 +28,7 @@ func checkClientBackpressure(w *Window) []event.Finding {
 		}
 	}
 	if len(stalled) == 0 {
-		return nil
+		return wireBackpressure(w)
 	}
 	conns := connTallies(stmts, isStalled, func(s *event.Statement) int64 { return s.SendStallUS })
 	server := sum.Exec + sum.Stall
@@ -48,7 +49,7 @@ func checkClientBackpressure(w *Window) []event.Finding {
 			"connections":        conns,
 			"examples":           topExamples(stalled, func(s *event.Statement) int64 { return s.SendStallUS }),
 		},
-		Fix: "read results promptly: fetch rows as they arrive instead of working or sleeping between fetches of an unbuffered (streaming) result, or buffer the whole result client-side; for large results fetch smaller pages (keyset pagination with LIMIT) or fewer columns. While blocked the server holds a thread and the statement's locks",
+		Fix: backpressureFix,
 	}
 	if kernel, ok := kernelRwndLimited(w, conns); ok {
 		f.Evidence["kernel_rwnd_limited_us"] = kernel
@@ -62,6 +63,10 @@ func checkClientBackpressure(w *Window) []event.Finding {
 	}
 	return []event.Finding{f}
 }
+
+// backpressureFix is what a slow reader does about it, whether the server's
+// side confirmed the cost or not.
+const backpressureFix = "read results promptly: fetch rows as they arrive instead of working or sleeping between fetches of an unbuffered (streaming) result, or buffer the whole result client-side; for large results fetch smaller pages (keyset pagination with LIMIT) or fewer columns. While blocked the server holds a thread and the statement's locks"
 
 // kernelRwndLimited sums the kernel's receive-window-limited time of the
 // stalled connections' server sockets: independent evidence, from the

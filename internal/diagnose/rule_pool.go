@@ -21,7 +21,7 @@ type groupTally struct {
 
 // checkPoolQueue finds requests that waited before the server started them
 // — time the slow log and TIMER_WAIT never count — and shows on which pool
-// groups and connections it concentrates (seed 004: slow connections are
+// groups and connections it concentrates (the thread-pool case: slow connections are
 // always slow, because a connection stays in its group).
 func checkPoolQueue(w *Window) []event.Finding {
 	l, p := w.limits(), w.pool()

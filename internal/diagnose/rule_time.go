@@ -71,7 +71,7 @@ func checkNetwork(w *Window) []event.Finding {
 	slow, sum := slowParts(w)
 	wire := sum.Request + sum.Delivery
 	if len(slow) == 0 || share(wire, sum.Client) < w.limits().Share {
-		return nil
+		return wireRetransmits(w)
 	}
 	part, fix := "delivery", "send less: select fewer rows and columns, page large results, enable protocol compression (client --compress / MYSQL_OPT_COMPRESS) on slow links, and keep the application near the server"
 	if sum.Request > sum.Delivery {

@@ -8,7 +8,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// threadPoolVars are seed 004's settings as FACTS.md measured them.
+// threadPoolVars are the thread-pool case's settings as measured on MariaDB 10.11.
 func threadPoolVars() map[string]string {
 	return map[string]string{
 		"version": "10.11.19-MariaDB", "thread_handling": "pool-of-threads", "thread_pool_size": "2",
@@ -16,7 +16,7 @@ func threadPoolVars() map[string]string {
 	}
 }
 
-// threadPoolWindow reproduces seed 004: two BENCHMARK() statements hold
+// threadPoolWindow reproduces the thread-pool case: two BENCHMARK() statements hold
 // group 0 (conn 10 and 12); SELECT 1 on conn 14 (group 0) waits 23.29 s,
 // while conn 15 (group 1) is answered at once.
 func threadPoolWindow() *Window {
@@ -117,7 +117,7 @@ func TestPoolQueueSilentOnShortQueues(t *testing.T) {
 	only(t, Run(w, StatementRules()...), CodePoolQueue, 0)
 }
 
-// slowClientWindow reproduces seed 000: a 100k-row result (8.4 MiB) whose
+// slowClientWindow reproduces the slow-client case: a 100k-row result (8.4 MiB) whose
 // client sleeps 3 s before reading, and a 100-row result with the same sleep
 // that shows zero windows but no stall.
 func slowClientWindow() *Window {

@@ -1,5 +1,5 @@
 // Package event holds the types every other gapscope package shares: the
-// statement event of DESIGN §2, server-side samples and findings. It imports
+// statement event (docs/events.md), server-side samples and findings. It imports
 // only the standard library so that every layer can depend on it.
 package event
 
@@ -9,6 +9,11 @@ type Error struct {
 	State string `json:"state"`
 	Msg   string `json:"msg"`
 }
+
+// SchemaVersion is the version of the statement event's JSON form, written
+// as "v" at the head of every line of an events file (docs/events.md). It
+// changes when a field changes meaning or is removed, not when one is added.
+const SchemaVersion = 1
 
 // Statement is one client command and its response, as seen on the wire and,
 // when joined, as recorded by the server. Times are Unix microseconds,
@@ -35,6 +40,12 @@ type Statement struct {
 	SendStallUS int64 `json:"send_stall_us"`
 	DeliveryUS  int64 `json:"delivery_us"`
 	ServerUS    int64 `json:"server_us,omitempty"`
+	// TransitUS is the one-way time between the capture point and the
+	// server, measured from TCP when the capture is not on the server's
+	// host (half the connection's smallest round trip): the request reaches
+	// the server this long after t_req_last, the response left it this long
+	// before t_resp_first.
+	TransitUS int64 `json:"transit_us,omitempty"`
 
 	Rows      int64  `json:"rows"`
 	ReqBytes  int64  `json:"req_bytes,omitempty"`
@@ -49,11 +60,26 @@ type Statement struct {
 	// ZeroWindows are the intervals during the response in which the client
 	// advertised a zero (or full) receive window; join uses them to find the
 	// part of server time spent unable to send.
-	ZeroWindows []Span   `json:"-"`
-	Retransmits int      `json:"retransmits"`
-	PoolGroup   *int     `json:"pool_group,omitempty"`
-	Joined      bool     `json:"joined"`
-	Notes       []string `json:"notes,omitempty"`
+	ZeroWindows []Span `json:"-"`
+	Retransmits int    `json:"retransmits"`
+	PoolGroup   *int   `json:"pool_group,omitempty"`
+	Joined      bool   `json:"joined"`
+	// JoinSource names the performance_schema table the server row came
+	// from: events_statements_history_long (the periodic read),
+	// events_statements_history or events_statements_current (reads of
+	// the statement's own thread, for a statement that stood out).
+	JoinSource string `json:"join_source,omitempty"`
+	// Outlier: the statement's client time stood out (watch's outlier
+	// rule), so watch read its thread's history for it.
+	Outlier bool     `json:"outlier,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+	// Fingerprint is gapscope's own digest of the wire text: unlike Digest,
+	// which the join replaces with the server's DIGEST, it is the same for
+	// a statement whether it joined or not, so exporters key on it.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Tags are the sqlcommenter key='value' tags of the statement's
+	// trailing comment (route, framework, W3C traceparent...).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // Span is an interval of Unix microseconds [Start, End).
@@ -80,6 +106,24 @@ const (
 	SeverityWarning  Severity = "warning"
 	SeverityCritical Severity = "critical"
 )
+
+// Rank is the one order of severities: the higher, the more severe;
+// an unknown severity ranks below info.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityCritical:
+		return 3
+	case SeverityWarning:
+		return 2
+	case SeverityInfo:
+		return 1
+	}
+	return 0
+}
+
+// MoreSevere compares two findings for sorting, most severe first; findings
+// of equal severity compare equal, so a stable sort keeps their order.
+func MoreSevere(a, b Finding) int { return b.Severity.Rank() - a.Severity.Rank() }
 
 // Finding is a named cause with the numbers that support it and a concrete fix.
 type Finding struct {

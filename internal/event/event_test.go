@@ -1,6 +1,9 @@
 package event
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestSpanOverlap(t *testing.T) {
 	cases := []struct {
@@ -19,5 +22,18 @@ func TestSpanOverlap(t *testing.T) {
 		if got := c.s.Overlap(c.from, c.to); got != c.want {
 			t.Errorf("%v.Overlap(%d,%d) = %d, want %d", c.s, c.from, c.to, got, c.want)
 		}
+	}
+}
+
+func TestSeverityOrder(t *testing.T) {
+	fs := []Finding{{Code: "a", Severity: SeverityInfo}, {Code: "b", Severity: "bogus"}, {Code: "c", Severity: SeverityCritical},
+		{Code: "d", Severity: SeverityWarning}, {Code: "e", Severity: SeverityCritical}}
+	slices.SortStableFunc(fs, MoreSevere)
+	var got string
+	for _, f := range fs {
+		got += f.Code
+	}
+	if got != "cedab" {
+		t.Errorf("most severe first, stable otherwise: got %s, want cedab", got)
 	}
 }

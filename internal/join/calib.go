@@ -1,6 +1,8 @@
 package join
 
 import (
+	"sort"
+
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 )
@@ -41,9 +43,23 @@ func pairInterval(c *connState, i int, it *rowItem) (iv interval, ok bool) {
 	if answer == noEnd || !it.timed {
 		return interval{}, false
 	}
-	raw := it.raw()
-	return interval{lo: max(s.TReqLast, s.TReqFirst) - raw, hi: answer - raw}, true
+	return startWindow(s, answer).minus(it.raw()), true
 }
+
+// startWindow is when the server can have started statement s, in capture
+// time: after its last request byte reached the server and before its
+// first answer byte left it. Across a link each is a transit away from
+// what the capture saw (the measured round trip, assumed symmetric); a
+// transit longer than half the statement is cut to that.
+func startWindow(s *event.Statement, answer int64) interval {
+	reqLast := max(s.TReqLast, s.TReqFirst)
+	d := min(max(s.TransitUS, 0), max(answer-reqLast, 0)/2)
+	return interval{lo: reqLast + d, hi: answer - d}
+}
+
+// minus moves an interval of capture times to timer origins (raw is a
+// timer reading in µs).
+func (iv interval) minus(raw int64) interval { return interval{lo: iv.lo - raw, hi: iv.hi - raw} }
 
 // plausible reports whether a row could be the record of the i-th pending
 // wire statement if the clock were off by up to SearchUS.
@@ -56,7 +72,7 @@ func (j *Joiner) plausible(c *connState, i int, r *collect.ServerStatement) bool
 // voteRow lets a new row vote for the origins under which it fits each
 // pending wire statement of its connection.
 func (j *Joiner) voteRow(c *connState, it *rowItem) {
-	for i := 0; i < c.wires.len(); i++ {
+	for i := j.firstAnsweredAfter(c, it.r.StartUS-j.opts.SearchUS); i < c.wires.len(); i++ {
 		if c.wires.at(i).s.TReqFirst-j.opts.SearchUS > it.r.StartUS {
 			break // later statements start even later
 		}
@@ -67,6 +83,16 @@ func (j *Joiner) voteRow(c *connState, it *rowItem) {
 			j.off.vote(iv)
 		}
 	}
+}
+
+// firstAnsweredAfter is the first pending wire statement whose answer
+// began at or after t. The server answers a connection's commands in
+// order, so answers only grow along the queue; statements answered before
+// t cannot be the record of a row that started after t, and while the
+// clock is being learned a connection holds thousands of them, which
+// every new row would otherwise walk.
+func (j *Joiner) firstAnsweredAfter(c *connState, t int64) int {
+	return sort.Search(c.wires.len(), func(i int) bool { return answerStart(c, i) >= t })
 }
 
 // voteWire lets the pending rows of a connection vote on the i-th wire
@@ -127,9 +153,8 @@ func (j *Joiner) observe(it *rowItem, s *event.Statement) {
 	if s.TRespFirst != 0 {
 		answer = min(s.TRespFirst, s.TRespLast)
 	}
-	raw := it.raw()
 	before := j.off.shift(j.off.base)
-	if j.off.observe(interval{lo: max(s.TReqLast, s.TReqFirst) - raw, hi: answer - raw}) {
+	if j.off.observe(startWindow(s, answer).minus(it.raw())) {
 		j.retune()
 		j.moved += j.off.shift(j.off.base) - before
 	}

@@ -13,19 +13,21 @@ type clamp struct {
 }
 
 // Decompose splits a wire statement's client-seen time into the five parts
-// of DESIGN §2, given the server's start and end of the same statement in
-// Unix microseconds:
+// (docs/decomposition.md), given the server's start S and end E of the same
+// statement in Unix microseconds and the one-way transit d between the
+// capture point and the server (s.TransitUS, 0 on the server's host):
 //
-//	request    = t_req_last − t_req_first
-//	queue      = S − t_req_last
+//	request    = (t_req_last + d) − t_req_first   until the server has it
+//	queue      = S − (t_req_last + d)
 //	exec+stall = E − S, stall = client zero-window time inside [S, E)
-//	delivery   = t_resp_last − E
+//	delivery   = t_resp_last − E                  includes the way back
 //
-// S and E are clamped into [t_req_last, t_resp_last] with S ≤ E, so the five
-// parts always sum exactly to client_us (which it sets to t_resp_last −
-// t_req_first). It sets Joined and ServerUS (E − S before clamping) and adds
-// a note when S moved by more than 1 µs (the timer rounding) or E by more
-// than ServerTailUS.
+// S is clamped into [t_req_last + d, t_resp_last − d] and E into
+// [S, t_resp_last − d], so the five parts always sum exactly to client_us
+// (which it sets to t_resp_last − t_req_first); a transit too long for the
+// statement is cut to half its time. It sets Joined and ServerUS (E − S
+// before clamping) and adds a note when S moved by more than 1 µs (the
+// timer rounding) or E by more than ServerTailUS.
 func Decompose(s *event.Statement, startUS, endUS int64) {
 	decompose(s, startUS, endUS, zeroWindows(s), 1, 1+ServerTailUS)
 }
@@ -40,19 +42,26 @@ const ServerTailUS = 200
 
 // decompose is Decompose with explicit zero-window spans and the clamp
 // distances above which a note is added: the calibration error for the
-// start, plus ServerTailUS for the end.
+// start, plus ServerTailUS for the end. Across a link (a transit), a queue
+// no longer than the calibration error cannot be told from a clock error:
+// it stays in request_us, so calibration error never reads as queue.
 func decompose(s *event.Statement, startUS, endUS int64, spans []event.Span, startNoteUS, endNoteUS int64) clamp {
 	reqLast := max(s.TReqLast, s.TReqFirst)
 	last := reqLast
 	if s.HasResponse() {
 		last = max(s.TRespLast, reqLast)
 	}
-	S := min(max(startUS, reqLast), last)
-	E := min(max(endUS, S), last)
+	d := min(max(s.TransitUS, 0), (last-reqLast)/2)
+	arrived, left := reqLast+d, last-d
+	S := min(max(startUS, arrived), left)
+	E := min(max(endUS, S), left)
+	if d > 0 {
+		arrived += min(S-arrived, startNoteUS)
+	}
 
 	s.ClientUS = last - s.TReqFirst
-	s.RequestUS = reqLast - s.TReqFirst
-	s.QueueUS = S - reqLast
+	s.RequestUS = arrived - s.TReqFirst
+	s.QueueUS = S - arrived
 	s.SendStallUS = stallWithin(spans, S, E)
 	s.ExecUS = E - S - s.SendStallUS
 	s.DeliveryUS = last - E

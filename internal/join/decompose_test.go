@@ -112,3 +112,69 @@ func TestDecomposeNoteNamesDirection(t *testing.T) {
 		t.Fatalf("notes = %q", s.Notes)
 	}
 }
+
+// A statement seen on the application's host across a 5 ms link: the
+// request reaches the server 5 ms after it left, the answer left the server
+// 5 ms before it arrived.
+func linkStatement() *event.Statement {
+	return &event.Statement{TReqFirst: 1000, TReqLast: 1000, TRespFirst: 11_200, TRespLast: 11_210, TransitUS: 5000}
+}
+
+func checkSum(t *testing.T, s *event.Statement) {
+	t.Helper()
+	if sum := s.RequestUS + s.QueueUS + s.ExecUS + s.SendStallUS + s.DeliveryUS; sum != s.ClientUS {
+		t.Errorf("parts sum to %d, client_us %d", sum, s.ClientUS)
+	}
+}
+
+func TestDecomposeAcrossALink(t *testing.T) {
+	cases := []struct {
+		name                           string
+		start, end, calErr             int64
+		request, queue, exec, delivery int64
+		startMovedUS                   int64
+	}{
+		// The server started 50 µs after the request arrived.
+		{"queue beyond the clock error", 6050, 6200, 1, 5001, 49, 150, 5010, 0},
+		// A start 200 µs before the request can have arrived is a clock
+		// error: clamped to the arrival, nothing becomes queue.
+		{"start before arrival", 5800, 6100, 1, 5000, 0, 100, 5110, 200},
+		// A queue within the clock error stays in request.
+		{"queue within the clock error", 6100, 6180, 300, 5100, 0, 80, 5030, 0},
+		// The server's end after its last send (its tail) is delivery.
+		{"end after the answer left", 6050, 6300, 1, 5001, 49, 160, 5000, 0},
+	}
+	for _, tc := range cases {
+		s := linkStatement()
+		c := decompose(s, tc.start, tc.end, nil, tc.calErr, tc.calErr+ServerTailUS)
+		if s.RequestUS != tc.request || s.QueueUS != tc.queue || s.ExecUS != tc.exec || s.DeliveryUS != tc.delivery {
+			t.Errorf("%s: request %d queue %d exec %d delivery %d, want %d %d %d %d", tc.name,
+				s.RequestUS, s.QueueUS, s.ExecUS, s.DeliveryUS, tc.request, tc.queue, tc.exec, tc.delivery)
+		}
+		if c.startMovedUS != tc.startMovedUS {
+			t.Errorf("%s: start moved %d, want %d", tc.name, c.startMovedUS, tc.startMovedUS)
+		}
+		checkSum(t, s)
+	}
+}
+
+func TestDecomposeTransitLongerThanTheStatement(t *testing.T) {
+	s := linkStatement()
+	s.TransitUS = 8000 // more than half of the 10.21 ms: cut to half
+	Decompose(s, 6000, 6100)
+	if s.RequestUS != 5105 || s.QueueUS != 0 || s.ExecUS != 0 || s.DeliveryUS != 5105 {
+		t.Errorf("request %d queue %d exec %d delivery %d", s.RequestUS, s.QueueUS, s.ExecUS, s.DeliveryUS)
+	}
+	checkSum(t, s)
+}
+
+func TestStartWindowAcrossALink(t *testing.T) {
+	s := linkStatement()
+	if iv := startWindow(s, s.TRespFirst); iv.lo != 6000 || iv.hi != 6200 {
+		t.Errorf("window %+v, want [6000, 6200]", iv)
+	}
+	s.TransitUS = 0
+	if iv := startWindow(s, s.TRespFirst); iv.lo != 1000 || iv.hi != 11_200 {
+		t.Errorf("local window %+v", iv)
+	}
+}

@@ -1,7 +1,7 @@
 // Package join matches the statements seen on the wire (capture) with the
 // statements the server recorded (performance_schema, via collect) and
 // splits each statement's client-seen time into request, queue, exec,
-// send-stall and delivery (DESIGN §2).
+// send-stall and delivery (docs/events.md).
 //
 // Matching is per connection and in order: the server runs one statement at
 // a time per connection, so a server row belongs to the oldest pending wire
@@ -18,6 +18,7 @@ package join
 
 import (
 	"cmp"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -115,6 +116,9 @@ type Stats struct {
 	Background int64
 	// Merged counts extra server rows absorbed by a multi-statement query.
 	Merged int64
+	// UnmatchedByReason splits UnmatchedServer by why no wire statement
+	// took the row (UnmatchedNoWire, UnmatchedExpired, UnmatchedEvicted).
+	UnmatchedByReason map[string]int64
 	// Evicted counts items given up before MaxWait because of MaxPending.
 	Evicted int64
 	// Expired counts items given up by Flush because their counterpart did
@@ -167,8 +171,11 @@ type Joiner struct {
 	anon    []anonRow
 	batch   uint64
 	pending int
-	seq     uint64
-	stats   Stats
+	// giving / givingRow: the reason an expiry or eviction in progress
+	// gives things up for (see giveUp); "" otherwise.
+	giving, givingRow string
+	seq               uint64
+	stats             Stats
 }
 
 type wireItem struct {
@@ -247,6 +254,7 @@ func (j *Joiner) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	st := j.stats
+	st.UnmatchedByReason = maps.Clone(j.stats.UnmatchedByReason)
 	st.OffsetUS = j.off.shift(j.off.base)
 	st.OffsetErrorUS, st.OffsetSamples = j.errUS, j.off.samples
 	return st
@@ -292,7 +300,7 @@ func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
 	case addr != "":
 		c = j.orphan(addr)
 	default:
-		j.unjoined(s)
+		j.unjoined(s, NoteNoConn)
 		return
 	}
 	j.pushWire(c, s, nowUS)
@@ -373,6 +381,18 @@ func (j *Joiner) startOrder(rows []collect.ServerStatement) []int {
 	return order
 }
 
+// ConnOf returns the connection id of a wire connection
+// ("client>server"): the capture's, or what MapConn learnt; 0 if unknown.
+func (j *Joiner) ConnOf(conn string) uint64 {
+	addr := clientAddr(conn)
+	if addr == "" {
+		return 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.addrs[addr]
+}
+
 // MapConn tells the joiner the connection id of a client address, for
 // connections opened before the capture started (no handshake seen):
 // processlist HOST "ip:port" -> ID. "localhost:port" is taken as 127.0.0.1.
@@ -411,7 +431,7 @@ func (j *Joiner) Flush(nowUS int64) {
 	cutoff := nowUS - j.opts.MaxWait.Microseconds()
 	for j.age.len() > 0 && j.age.front().added <= cutoff {
 		before := j.stats.UnjoinedWire + j.stats.UnmatchedServer
-		j.expire(j.age.pop())
+		j.giveUp(NoteExpired, UnmatchedExpired, j.age.pop())
 		j.stats.Expired += j.stats.UnjoinedWire + j.stats.UnmatchedServer - before
 	}
 	j.dropStaleRefs()
@@ -423,7 +443,7 @@ func (j *Joiner) FlushAll() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for j.age.len() > 0 {
-		j.expire(j.age.pop())
+		j.giveUp(NoteRunEnd, UnmatchedRunEnd, j.age.pop())
 	}
 	j.expireAnon(1<<62 - 1)
 }
@@ -490,6 +510,15 @@ func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
 	j.pending++
 }
 
+// inOrder reports whether r comes from the stream that returns each
+// connection's rows in order (the history_long cursor). A row read from
+// its thread's own history for a statement that stood out can come before
+// the rows of the statements its connection ran just before it: it must
+// not tell the joiner that those will never come.
+func inOrder(r *collect.ServerStatement) bool {
+	return r.Source == "" || r.Source == collect.SourceHistoryLong
+}
+
 func rowLess(a, b *rowItem) bool {
 	if a.r.StartUS != b.r.StartUS {
 		return a.r.StartUS < b.r.StartUS
@@ -504,7 +533,9 @@ func (j *Joiner) pushRow(c *connState, r *collect.ServerStatement, id uint64, ba
 	c.rows.push(rowItem{r: *r, seq: j.seq, base: base, shift: shift, timed: r.StartUS != 0})
 	it := c.rows.back()
 	it.r.ConnID, it.r.StartUS, it.r.EndUS = id, it.r.StartUS-shift, it.r.EndUS-shift
-	c.lastRowStart = max(c.lastRowStart, it.r.StartUS)
+	if inOrder(&it.r) {
+		c.lastRowStart = max(c.lastRowStart, it.r.StartUS)
+	}
 	i := c.rows.sortBack(rowLess)
 	j.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS, server: true})
 	j.pending++
@@ -579,7 +610,7 @@ func (j *Joiner) settle(c *connState, force bool) {
 			continue
 		}
 		for range k {
-			j.unjoined(j.popWire(c))
+			j.unjoined(j.popWire(c), NoteNoRow)
 		}
 		j.join(c, i, j.popWire(c))
 	}
@@ -733,6 +764,10 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	if first.Digest != "" {
 		s.Digest, s.DigestText = first.Digest, first.DigestText
 	}
+	s.JoinSource = first.Source
+	if s.JoinSource == "" {
+		s.JoinSource = collect.SourceHistoryLong
+	}
 	if s.DB == "" {
 		s.DB = first.Schema
 	}
@@ -779,7 +814,7 @@ func (j *Joiner) dropDeadRows(c *connState) {
 				return
 			}
 			j.pending--
-			j.stats.UnmatchedServer++
+			j.unmatched(UnmatchedNoWire)
 		}
 		c.rows.pop()
 	}
@@ -792,7 +827,7 @@ func (j *Joiner) dropDeadRows(c *connState) {
 // arrive for them.
 func (j *Joiner) dropSupersededWires(c *connState) {
 	for c.wires.len() > 0 && windowEnd(c, 0)+j.tolUS < c.lastRowStart && !j.rowWithin(c, windowEnd(c, 0)+j.tolUS) {
-		j.unjoined(j.popWire(c))
+		j.unjoined(j.popWire(c), NoteNoRow)
 	}
 }
 
@@ -806,10 +841,44 @@ func (j *Joiner) rowWithin(c *connState, t int64) bool {
 	return false
 }
 
-func (j *Joiner) unjoined(s *event.Statement) {
+// Why a wire statement was given up unjoined (its note) and why a server
+// row was never taken (UnmatchedByReason's keys).
+const (
+	NoteNoConn  = "not joined: thread unknown (the connection's id was never learnt: opened before watch and gone before the processlist was read, or not TCP)"
+	NoteNoRow   = "not joined: server row never seen (the server recorded later statements of this connection, not this one)"
+	NoteExpired = "not joined: server row not read within --max-wait"
+	NoteEvicted = "not joined: given up early, too many statements waiting for their rows"
+	NoteRunEnd  = "not joined: the run ended before its server row was read"
+	NoteRestart = "not joined: the server restarted before its row was read"
+
+	UnmatchedNoWire  = "no wire statement (not captured, left out of the join sample, or watch's own)"
+	UnmatchedExpired = "no wire statement within --max-wait"
+	UnmatchedEvicted = "given up early (too many pending)"
+	UnmatchedRunEnd  = "no wire statement by the end of the run"
+)
+
+// unjoined emits s without a server row, noting why (an expiry or an
+// eviction in progress overrides the reason its caller saw).
+func (j *Joiner) unjoined(s *event.Statement, why string) {
+	if j.giving != "" && why != NoteNoConn {
+		why = j.giving
+	}
 	s.Joined = false
+	s.Notes = append(s.Notes, why)
 	j.stats.UnjoinedWire++
 	j.deliver(s)
+}
+
+// unmatched counts a server row no wire statement took, by reason.
+func (j *Joiner) unmatched(why string) {
+	if j.givingRow != "" {
+		why = j.givingRow
+	}
+	j.stats.UnmatchedServer++
+	if j.stats.UnmatchedByReason == nil {
+		j.stats.UnmatchedByReason = map[string]int64{}
+	}
+	j.stats.UnmatchedByReason[why]++
 }
 
 func (j *Joiner) deliver(s *event.Statement) {
@@ -836,13 +905,17 @@ func (j *Joiner) expire(a ageRef) {
 		for c.rows.len() > 0 && c.rows.front().seq <= a.seq {
 			if !c.rows.front().done {
 				j.pending--
-				j.stats.UnmatchedServer++
+				j.unmatched(UnmatchedExpired)
 			}
 			c.rows.pop()
 		}
 	} else {
+		why := NoteExpired
+		if c.id == 0 {
+			why = NoteNoConn
+		}
 		for c.wires.len() > 0 && c.wires.front().seq <= a.seq {
-			j.unjoined(j.popWire(c))
+			j.unjoined(j.popWire(c), why)
 		}
 	}
 	if c.id != 0 {
@@ -850,6 +923,13 @@ func (j *Joiner) expire(a ageRef) {
 	} else {
 		j.release(c)
 	}
+}
+
+// giveUp expires a, everything given up meanwhile noted as wire / row.
+func (j *Joiner) giveUp(wire, row string, a ageRef) {
+	j.giving, j.givingRow = wire, row
+	j.expire(a)
+	j.giving, j.givingRow = "", ""
 }
 
 // stale reports whether the item a reference points to is gone already.
@@ -881,7 +961,7 @@ func (j *Joiner) enforceBound() {
 	j.dropStaleRefs()
 	for j.pending > j.opts.MaxPending || j.age.len() > 4*j.opts.MaxPending {
 		before := j.pending
-		j.expire(j.age.pop())
+		j.giveUp(NoteEvicted, UnmatchedEvicted, j.age.pop())
 		j.stats.Evicted += int64(before - j.pending)
 		j.dropStaleRefs()
 	}

@@ -52,3 +52,9 @@ func (q *fifo[T]) reset() {
 	clear(q.items)
 	q.items, q.head = q.items[:0], 0
 }
+
+// truncate keeps the first n elements, zeroing the slots it drops.
+func (q *fifo[T]) truncate(n int) {
+	clear(q.items[q.head+n:])
+	q.items = q.items[:q.head+n]
+}

@@ -76,7 +76,7 @@ type ConcurrencyRamp struct {
 	Findings []event.Finding `json:"findings"`
 }
 
-// Concurrency reproduces seed 002 on a thread pool: the load ramps from 1
+// Concurrency reproduces the concurrency-cap case on a thread pool: the load ramps from 1
 // to 64 connections while the canary probes at each step; latency against
 // Threads_running bends at the pool's cap, and gapscope names the
 // variable. The control ramp on one thread per connection must show no

@@ -29,9 +29,11 @@ type Result struct {
 	Statements []event.Statement `json:"statements"`
 	// Marked are the statements the scenario is about (victim, control,
 	// slow reader ...), by role.
-	Marked  map[string]event.Statement `json:"marked,omitempty"`
-	Watch   *watch.Result              `json:"-"`
-	Elapsed time.Duration              `json:"elapsed_ns"`
+	Marked map[string]event.Statement `json:"marked,omitempty"`
+	// Remote is the remote scenario's summary.
+	Remote  *RemoteSummary `json:"remote,omitempty"`
+	Watch   *watch.Result  `json:"-"`
+	Elapsed time.Duration  `json:"elapsed_ns"`
 }
 
 // Options tune a scenario run.

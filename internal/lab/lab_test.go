@@ -40,7 +40,7 @@ func evidence(t *testing.T, f event.Finding) map[string]any {
 	return m
 }
 
-// exactSum checks DESIGN §2's identity on every joined statement.
+// exactSum checks the identity of docs/events.md on every joined statement.
 func exactSum(t *testing.T, stmts []event.Statement) {
 	t.Helper()
 	for _, s := range stmts {
@@ -53,7 +53,7 @@ func exactSum(t *testing.T, stmts []event.Statement) {
 	}
 }
 
-// TestThreadPoolLab is seed 004 end to end (issue 4 and 5 "done when").
+// TestThreadPoolLab is the thread-pool case end to end (issue 4 and 5 "done when").
 func TestThreadPoolLab(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -114,7 +114,7 @@ func checkPoolQueueFinding(t *testing.T, r *Result, victim event.Statement) {
 	}
 }
 
-// TestSlowClientLab is seed 000 end to end.
+// TestSlowClientLab is the slow-client case end to end.
 func TestSlowClientLab(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -141,7 +141,7 @@ func TestSlowClientLab(t *testing.T) {
 		t.Errorf("send_stall_us = %d, want within [85%%, 101%%] of the client's %d µs sleep", big.SendStallUS, sleep)
 	}
 	if big.ServerUS < sleep {
-		t.Errorf("server_us = %d: performance_schema should have counted the client's sleep (seed 000)", big.ServerUS)
+		t.Errorf("server_us = %d: performance_schema should have counted the client's sleep (the slow-client case)", big.ServerUS)
 	}
 	if big.ExecUS*4 > big.ClientUS {
 		t.Errorf("large exec_us = %d of client %d: the stall was counted as execution", big.ExecUS, big.ClientUS)

@@ -68,7 +68,7 @@ type OverheadResult struct {
 	Overhead *overhead.Result `json:"-"`
 }
 
-// Overhead reproduces seed 001 on a sandbox: the OLTP workload under
+// Overhead reproduces the overhead case on a sandbox: the OLTP workload under
 // performance_schema off, default, all on, optimizer_trace and gapscope
 // watch, in rotated rounds; the costs above noise become findings.
 func Overhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error) {

@@ -28,7 +28,7 @@ type PlanFlipOptions struct {
 	NoTrace bool
 }
 
-// planFlipQuery is the statement of FACTS.md "Plan flips": u -> t by ref
+// planFlipQuery is the plan flip as measured on MariaDB 10.11: u -> t by ref
 // while the statistics are right, a full scan of t once they say that
 // every value of t.k repeats 200,000 times.
 const planFlipQuery = "SELECT COUNT(*), SUM(LENGTH(t.pad)) FROM t JOIN u ON t.k = u.x WHERE u.y = %d"
@@ -40,7 +40,7 @@ type planFlipOutcome struct {
 	stats    plans.Stats
 }
 
-// PlanFlip reproduces seed 003 on MariaDB: the same SELECT runs in
+// PlanFlip reproduces the plan-flip case on MariaDB: the same SELECT runs in
 // milliseconds, then, after its table statistics go wrong, as a full scan.
 // gapscope catches the slow execution's plan while it runs, compares it
 // with the usual plan, shows the statistics, and sees the flip close after

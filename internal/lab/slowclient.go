@@ -21,7 +21,7 @@ type SlowClientOptions struct {
 	Delay time.Duration
 }
 
-// SlowClient reproduces seed 000: a client sleeps before reading a large
+// SlowClient reproduces the slow-client case: a client sleeps before reading a large
 // result; the server, unable to send, keeps the statement open, and its
 // TIMER_WAIT grows by the sleep. A small result with the same sleep fits
 // the socket buffers and is not affected.

@@ -13,7 +13,7 @@ import (
 	"github.com/gapscope/gapscope/internal/workload"
 )
 
-// ThreadPoolSettings are seed 004's conditions as measured in FACTS.md: two
+// ThreadPoolSettings are the thread-pool case's conditions as measured on MariaDB 10.11: two
 // groups, one extra thread per group, and a stall limit so long that the
 // pool never rescues a queued request.
 var ThreadPoolSettings = []string{
@@ -34,7 +34,7 @@ type ThreadPoolOptions struct {
 	HogSeconds float64
 }
 
-// ThreadPool reproduces seed 004: two CPU-bound queries hold thread-pool
+// ThreadPool reproduces the thread-pool case: two CPU-bound queries hold thread-pool
 // group 0; a `SELECT 1` on another connection of group 0 waits seconds in
 // the pool's queue, which the server never times, while a connection of
 // group 1 answers at once. watch sees the wait as queue time.

@@ -47,6 +47,12 @@ func (f *framer) feed(s *stream, data []byte, tsFirst, tsLast int64, inner bool)
 	gen := s.gen
 	consumed := 0
 	for len(data) > 0 {
+		if f.hdrN == 0 && !inner && s.dir == ServerToClient {
+			if n := s.d.skipRows(data, tsFirst, tsLast); n > 0 {
+				data, consumed = data[n:], consumed+n
+				continue
+			}
+		}
 		if f.hdrN == 0 && len(data) >= 4 {
 			n := 4 + le24(data)
 			if n <= len(data) {

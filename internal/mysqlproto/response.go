@@ -211,6 +211,44 @@ func (d *ConnDecoder) learnEOF(m eofMode) {
 	}
 }
 
+// skipRows counts the rows at the start of data (a server chunk starting
+// at a packet boundary) while the head command is in its rows, without
+// delivering them one by one: a row needs only its header and first byte.
+// It stops before anything the decoder must see (the end marker or an ERR
+// or progress report: first byte 0xFE or 0xFF; an empty or 16 MiB packet;
+// a packet the chunk does not hold whole) and returns the bytes it took,
+// accounted to the response as row() and serverPacket() would.
+func (d *ConnDecoder) skipRows(data []byte, tsFirst, tsLast int64) int {
+	if d.phase != phaseCommand || d.srvCont || d.swallowEnd || len(d.queue) == 0 {
+		return 0
+	}
+	h := d.queue[0]
+	if h.st != rsRows {
+		return 0
+	}
+	n, rows := 0, int64(0)
+	for len(data)-n >= 5 {
+		length := le24(data[n:])
+		if length == 0 || length >= maxPacket || n+4+length > len(data) {
+			break
+		}
+		if first := data[n+4]; first == 0xfe || first == 0xff {
+			break
+		}
+		n += 4 + length
+		rows++
+	}
+	if rows > 0 {
+		if h.ex.RespFirst == 0 {
+			h.ex.RespFirst = tsFirst
+		}
+		h.ex.RespLast = tsLast
+		h.ex.RespBytes += int64(n)
+		h.rows += rows
+	}
+	return n
+}
+
 func (d *ConnDecoder) row(h *pending, p *packet) {
 	b := p.payload
 	switch {

@@ -2,7 +2,7 @@
 // workload under each instrumentation setting (performance_schema off,
 // default, everything on; innodb_metrics; optimizer_trace; gapscope watch
 // itself) in rotated rounds and compares throughput with paired rounds,
-// saying whether each difference stands above the noise (seed 001).
+// saying whether each difference stands above the noise (the overhead case of docs/field-reports.md).
 package overhead
 
 import (

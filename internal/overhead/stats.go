@@ -30,7 +30,7 @@ const (
 	VerdictUnknown  = "noise too high to tell"
 )
 
-// Row is one line of the seed-001 table.
+// Row is one line of the overhead case's table (docs/field-reports.md).
 type Row struct {
 	Config   string  `json:"config"`
 	Rounds   int     `json:"rounds"`

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 )
 
-// WriteText prints the seed-001 table with the run's conditions and method.
+// WriteText prints the overhead case's table with the run's conditions and method.
 func (res *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\n%s OLTP read/write, %d tables x %d rows, %d threads; %d rounds of %s per setting (warm-up %s), rotated\n",
 		res.Driver, res.Tables, res.TableSize, res.Threads, roundsPer(res), res.Duration, res.Warmup)

@@ -14,7 +14,7 @@ type change struct {
 
 // compare decides whether slow is a different plan from usual: another
 // signature (tables in another order, another access type or key), or
-// the same shape whose row estimates collapsed (seed 003: table_scan rows 1
+// the same shape whose row estimates collapsed (the plan-flip case of docs/field-reports.md: table_scan rows 1
 // where the table has 197 million). Estimates that merely move with the
 // literals (a wider range) are not a flip: a collapse must cross both a
 // ratio and an absolute floor.

@@ -51,7 +51,7 @@ type Trace struct {
 }
 
 // Summary renders, per table, the chosen access path and the rejected
-// ones with their costs: the comparison seed 003 needed.
+// ones with their costs: the comparison the plan-flip case needed.
 func (t Trace) Summary() map[string]any {
 	tables := make([]map[string]any, 0, len(t.Tables))
 	for _, tt := range t.Tables {

@@ -21,7 +21,7 @@ type KneeOptions struct {
 	// is no knee).
 	MinRise float64
 	// StrongRise: a rise at least this large (latency exploding past a cap,
-	// as in seed 002) needs only a p-value under 50 x Alpha. Measured in
+	// as in the concurrency-cap case) needs only a p-value under 50 x Alpha. Measured in
 	// the concurrency lab: 19-37x rises at the cap of 8 came with p from
 	// 0.0056 to 0.02, because above a pool cap Threads_running stops
 	// growing while latency climbs, a wall that two lines fit loosely; no

@@ -63,7 +63,7 @@ func TestFitKneeFindsNoKnee(t *testing.T) {
 	}
 }
 
-// TestFitKneeNoisy: seed 002's shape, a knee at 32 threads, with the
+// TestFitKneeNoisy: the concurrency-cap case's shape, a knee at 32 threads, with the
 // spread canary runs show (lognormal, sd 0.3), 2 runs per step.
 func TestFitKneeNoisy(t *testing.T) {
 	xs := []float64{2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 56, 64}

@@ -2,8 +2,8 @@
 // latency beside the concurrency the server reported at the same instants,
 // and finds the concurrency knee: the number of running threads above
 // which latency explodes, tied to the setting that caps concurrency there
-// (seed 002). The fit is pure (FitKnee, CapsFromSettings, KneeFinding);
-// Run does the I/O.
+// (the concurrency-cap case of docs/field-reports.md). The fit is pure
+// (FitKnee, CapsFromSettings, KneeFinding); Run does the I/O.
 package probe
 
 import (
@@ -31,7 +31,7 @@ type Options struct {
 	Every time.Duration
 	// Count stops after this many runs; 0 runs until ctx ends.
 	Count int
-	// Canary configures the default workload (seed 002's canary).
+	// Canary configures the default workload (the concurrency-cap case's canary).
 	Canary workload.CanaryOptions
 	// Script, when set, replaces the canary: its statements run in order on
 	// one connection, Canary.Repeat times, each repetition timed.

@@ -27,7 +27,8 @@ type Point struct {
 	// PoolQueue is the mean, PoolQueueMax the highest, of the thread pool's
 	// queued requests summed over groups (THREAD_POOL_GROUPS.QUEUE_LENGTH);
 	// zero without a thread pool. Requests waiting for a listener are not
-	// counted there (FACTS.md), so this undercounts.
+	// counted there (the thread-pool case, docs/field-reports.md), so this
+	// undercounts.
 	PoolQueue    float64 `json:"pool_queue"`
 	PoolQueueMax int64   `json:"pool_queue_max"`
 	// Samples is the number of status reads behind the thread figures.

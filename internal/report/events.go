@@ -2,9 +2,11 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,8 +15,9 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// EventWriter writes statements as JSON lines with the field names of
-// DESIGN §2, buffered. It is not safe for concurrent use.
+// EventWriter writes statements as JSON lines, buffered, each line led by
+// the events schema version ("v", event.SchemaVersion); docs/events.md
+// describes every field. It is not safe for concurrent use.
 //
 // Lines are appended by a hand-written encoder, several times faster than
 // encoding/json and allocation-free; its output is byte-for-byte what
@@ -47,7 +50,7 @@ func (e *EventWriter) Write(s *event.Statement) error {
 		e.line = append(e.line, '\n')
 		_, err = e.bw.Write(e.line)
 	} else {
-		err = e.enc.Encode(s)
+		err = e.enc.Encode(versioned{V: event.SchemaVersion, Statement: s})
 	}
 	if err != nil {
 		e.err = fmt.Errorf("writing events: %w", err)
@@ -75,11 +78,12 @@ var encodedFields = []string{
 	"TRespFirst t_resp_first,omitempty int64", "TRespLast t_resp_last,omitempty int64",
 	"ClientUS client_us int64", "RequestUS request_us int64", "QueueUS queue_us int64",
 	"ExecUS exec_us int64", "SendStallUS send_stall_us int64", "DeliveryUS delivery_us int64",
-	"ServerUS server_us,omitempty int64", "Rows rows int64", "ReqBytes req_bytes,omitempty int64",
+	"ServerUS server_us,omitempty int64", "TransitUS transit_us,omitempty int64", "Rows rows int64", "ReqBytes req_bytes,omitempty int64",
 	"RespBytes resp_bytes int64", "Error error *event.Error", "LockUS lock_us,omitempty int64",
 	"RowsExamined rows_examined,omitempty int64", "ZeroWindowUS zero_window_us int64", "ZeroWindows - []event.Span",
 	"Retransmits retransmits int", "PoolGroup pool_group,omitempty *int", "Joined joined bool",
-	"Notes notes,omitempty []string",
+	"JoinSource join_source,omitempty string", "Outlier outlier,omitempty bool", "Notes notes,omitempty []string",
+	"Fingerprint fingerprint,omitempty string", "Tags tags,omitempty map[string]string",
 }
 
 // fastEncoderCurrent is true when event.Statement has exactly the fields
@@ -96,9 +100,20 @@ func statementFields() []string {
 	return fields
 }
 
-// appendStatement appends s as encoding/json would (HTML escaping off).
+// versioned is one line of an events file: the schema version, then the
+// statement's fields. Writing it with encoding/json is the reference the
+// fast encoder matches; reading into it takes the version and the
+// statement in one pass.
+type versioned struct {
+	V int `json:"v"`
+	*event.Statement
+}
+
+// appendStatement appends s, led by the schema version, as encoding/json
+// would write versioned (HTML escaping off).
 func appendStatement(b []byte, s *event.Statement) []byte {
-	b = appendStr(append(b, `{"conn":`...), s.Conn)
+	b = strconv.AppendInt(append(b, `{"v":`...), event.SchemaVersion, 10)
+	b = appendStr(append(b, `,"conn":`...), s.Conn)
 	if s.ConnID != 0 {
 		b = strconv.AppendUint(append(b, `,"conn_id":`...), s.ConnID, 10)
 	}
@@ -119,6 +134,7 @@ func appendStatement(b []byte, s *event.Statement) []byte {
 	b = appendInt(b, `,"send_stall_us":`, s.SendStallUS)
 	b = appendInt(b, `,"delivery_us":`, s.DeliveryUS)
 	b = optInt(b, `,"server_us":`, s.ServerUS)
+	b = optInt(b, `,"transit_us":`, s.TransitUS)
 	b = appendInt(b, `,"rows":`, s.Rows)
 	b = optInt(b, `,"req_bytes":`, s.ReqBytes)
 	b = appendInt(b, `,"resp_bytes":`, s.RespBytes)
@@ -132,6 +148,12 @@ func appendStatement(b []byte, s *event.Statement) []byte {
 		b = appendInt(b, `,"pool_group":`, int64(*s.PoolGroup))
 	}
 	b = strconv.AppendBool(append(b, `,"joined":`...), s.Joined)
+	if s.JoinSource != "" {
+		b = appendStr(append(b, `,"join_source":`...), s.JoinSource)
+	}
+	if s.Outlier {
+		b = append(b, `,"outlier":true`...)
+	}
 	if len(s.Notes) > 0 {
 		b = append(b, `,"notes":[`...)
 		for i, n := range s.Notes {
@@ -141,6 +163,23 @@ func appendStatement(b []byte, s *event.Statement) []byte {
 			b = appendStr(b, n)
 		}
 		b = append(b, ']')
+	}
+	b = optStr(b, `,"fingerprint":`, s.Fingerprint)
+	return append(appendTags(b, s.Tags), '}')
+}
+
+// appendTags appends the tags object, keys sorted as encoding/json sorts
+// them.
+func appendTags(b []byte, tags map[string]string) []byte {
+	if len(tags) == 0 {
+		return b
+	}
+	b = append(b, `,"tags":{`...)
+	for i, k := range slices.Sorted(maps.Keys(tags)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendStr(append(appendStr(b, k), ':'), tags[k])
 	}
 	return append(b, '}')
 }
@@ -229,4 +268,79 @@ func appendEscape(b []byte, c byte) []byte {
 		return append(b, '\\', 't')
 	}
 	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+}
+
+// checkVersion refuses a line written with a newer events schema than
+// event.SchemaVersion: its fields may no longer mean what this gapscope
+// thinks they mean.
+func checkVersion(v int) error {
+	if v > event.SchemaVersion {
+		return fmt.Errorf("events schema v%d is newer than this gapscope reads (v%d): use a newer gapscope", v, event.SchemaVersion)
+	}
+	return nil
+}
+
+// EventsRead says what ReadEvents found in a file.
+type EventsRead struct {
+	// Statements is the number of whole lines read.
+	Statements int
+	// TornBytes is the length of a last line cut short by a writer that
+	// stopped mid-line (killed, or its disk full): left out, 0 when none.
+	TornBytes int
+}
+
+// TornNote says what a torn tail means for the reader; "" when none.
+func (r EventsRead) TornNote(path string) string {
+	if r.TornBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the last line is torn (%d bytes without an end: its writer stopped mid-line); read the %d whole lines before it",
+		path, r.TornBytes, r.Statements)
+}
+
+// LineError is a line of an events file that does not parse.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ReadEvents reads JSON-lines statements (EventWriter's output) from r and
+// calls fn with each. Lines without "v" (written before the schema was
+// versioned) read as version 1; a line of a newer version than this
+// gapscope knows is a *LineError, not a statement half understood. A last line that has no newline and does not parse is
+// a torn tail, what a writer killed mid-write leaves: it is counted in
+// TornBytes and left out, since every line before it is whole. Any other
+// line that does not parse is a *LineError.
+func ReadEvents(r io.Reader, fn func(*event.Statement)) (EventsRead, error) {
+	var res EventsRead
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return res, err
+		}
+		last := err == io.EOF
+		if len(bytes.TrimSpace(b)) > 0 {
+			st := new(event.Statement)
+			ln := versioned{Statement: st}
+			if jerr := json.Unmarshal(b, &ln); jerr != nil {
+				if last { // no newline: the writer stopped inside this line
+					res.TornBytes = len(b)
+					return res, nil
+				}
+				return res, &LineError{Line: line, Err: jerr}
+			}
+			if verr := checkVersion(ln.V); verr != nil {
+				return res, &LineError{Line: line, Err: verr}
+			}
+			res.Statements++
+			fn(st)
+		}
+		if last {
+			return res, nil
+		}
+	}
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,12 +22,13 @@ func TestFastEncoderCurrent(t *testing.T) {
 	}
 }
 
-// jsonLine is what encoding/json writes for s (the reference).
+// jsonLine is what encoding/json writes for s led by the schema version
+// (the reference).
 func jsonLine(t *testing.T, s *event.Statement) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(versioned{V: event.SchemaVersion, Statement: s}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -108,6 +112,15 @@ func fill(v reflect.Value, r *rng) {
 		for i := range n {
 			fill(v.Index(i), r)
 		}
+	case reflect.Map:
+		n := int(r.next() % 3)
+		v.Set(reflect.MakeMapWithSize(v.Type(), n))
+		for range n {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			fill(k, r)
+			fill(e, r)
+			v.SetMapIndex(k, e)
+		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			fill(v.Field(i), r)
@@ -130,6 +143,41 @@ func TestEventWriterNoAlloc(t *testing.T) {
 	}
 }
 
+// Every line carries the schema version first; a reader takes lines with
+// it and without it (files written before it existed), and refuses a
+// newer version by line number.
+func TestEventsSchemaVersion(t *testing.T) {
+	var b bytes.Buffer
+	w := NewEventWriter(&b)
+	for range 2 {
+		if err := w.Write(benchStatement()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(b.String(), "\n")
+	want := fmt.Sprintf(`{"v":%d,"conn":`, event.SchemaVersion)
+	for i, l := range lines[:2] {
+		if !strings.HasPrefix(l, want) {
+			t.Errorf("line %d %q does not start with %s", i+1, l, want)
+		}
+	}
+	unversioned := strings.Replace(lines[0], want, `{"conn":`, 1)
+	var conns []string
+	read, err := ReadEvents(strings.NewReader(unversioned+lines[1]), func(s *event.Statement) { conns = append(conns, s.Conn) })
+	if err != nil || read.Statements != 2 || conns[0] != benchStatement().Conn || conns[1] != benchStatement().Conn {
+		t.Fatalf("reading an unversioned and a versioned line: %+v %v %v", read, conns, err)
+	}
+	newer := strings.Replace(lines[1], want, fmt.Sprintf(`{"v":%d,"conn":`, event.SchemaVersion+1), 1)
+	_, err = ReadEvents(strings.NewReader(lines[0]+newer), func(*event.Statement) {})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), "newer than this gapscope reads") {
+		t.Errorf("newer schema: err %v, want a LineError on line 2", err)
+	}
+}
+
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
@@ -143,5 +191,71 @@ func TestEventWriterError(t *testing.T) {
 	}
 	if err2 := w.Write(benchStatement()); err2 != err {
 		t.Errorf("Write after failure returned %v, want the first error", err2)
+	}
+}
+
+// A writer killed mid-line leaves a torn last line: the lines before it
+// are read and the tail is counted, not refused. A bad line anywhere else
+// is an error naming it, and a whole last line without its newline counts.
+func TestReadEventsTornTail(t *testing.T) {
+	var b bytes.Buffer
+	w := NewEventWriter(&b)
+	for i := range 3 {
+		s := benchStatement()
+		s.ConnID = uint64(i + 1)
+		if err := w.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	whole := b.String()
+	torn := whole[:len(whole)-40] // inside the third line
+	var ids []uint64
+	read, err := ReadEvents(strings.NewReader(torn), func(s *event.Statement) { ids = append(ids, s.ConnID) })
+	if err != nil || read.Statements != 2 || len(ids) != 2 || ids[1] != 2 {
+		t.Fatalf("torn: read %+v ids %v err %v", read, ids, err)
+	}
+	if want := len(strings.SplitAfter(whole, "\n")[2]) - 40; read.TornBytes != want {
+		t.Errorf("torn bytes %d, want %d", read.TornBytes, want)
+	}
+	if note := read.TornNote("ev.jsonl"); !strings.Contains(note, "ev.jsonl: the last line is torn") || !strings.Contains(note, "2 whole lines") {
+		t.Errorf("note %q", note)
+	}
+	read, err = ReadEvents(strings.NewReader(strings.TrimSuffix(whole, "\n")), func(*event.Statement) {})
+	if err != nil || read.Statements != 3 || read.TornBytes != 0 || read.TornNote("x") != "" {
+		t.Errorf("last line whole without newline: %+v %v", read, err)
+	}
+	bad := "{\"conn\":\"c\",\"cmd\":\"COM_QUERY\"}\n{not json\n" + whole
+	_, err = ReadEvents(strings.NewReader(bad), func(*event.Statement) {})
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 {
+		t.Errorf("a bad line inside the file: %v", err)
+	}
+}
+
+// TestEventsDocumented: docs/events.md has a row for every field an events
+// line carries ("v" and each JSON field of event.Statement) and none for a
+// field that no longer exists, so the schema page stays the schema.
+func TestEventsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(string(b), -1) {
+		documented = append(documented, m[1])
+	}
+	written := []string{"v"}
+	st := reflect.TypeFor[event.Statement]()
+	for i := range st.NumField() {
+		name, _, _ := strings.Cut(st.Field(i).Tag.Get("json"), ",")
+		if name != "-" && name != "" {
+			written = append(written, name)
+		}
+	}
+	if !slices.Equal(documented, written) {
+		t.Errorf("docs/events.md documents, in order:\n %v\nevents lines carry:\n %v", documented, written)
 	}
 }

@@ -36,7 +36,7 @@ func writeFindings(w io.Writer, f []event.Finding, brief bool) error {
 		bw.WriteString("no findings\n")
 	}
 	sorted := slices.Clone(f)
-	slices.SortStableFunc(sorted, func(a, b event.Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
+	slices.SortStableFunc(sorted, event.MoreSevere)
 	for i, x := range sorted {
 		if i > 0 {
 			bw.WriteByte('\n')
@@ -47,18 +47,6 @@ func writeFindings(w io.Writer, f []event.Finding, brief bool) error {
 		return fmt.Errorf("writing findings: %w", err)
 	}
 	return nil
-}
-
-func severityRank(s event.Severity) int {
-	switch s {
-	case event.SeverityCritical:
-		return 0
-	case event.SeverityWarning:
-		return 1
-	case event.SeverityInfo:
-		return 2
-	}
-	return 3
 }
 
 func writeFinding(w *bufio.Writer, f event.Finding, brief bool) {

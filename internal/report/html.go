@@ -31,6 +31,9 @@ type HTMLData struct {
 	Findings   []event.Finding
 	Overhead   []OverheadRow
 	Plans      []PlanEntry
+	// Notes are said under the title: what the input lacked (a torn
+	// events file's last line).
+	Notes []string
 }
 
 // RunInfo is one gapscope run that wrote the data.
@@ -52,7 +55,7 @@ type ProbePoint struct {
 }
 
 // OverheadRow is one instrumentation setting measured by gapscope overhead
-// (the seed 001 table): throughput over rounds and the ratio to the
+// (the overhead case's table): throughput over rounds and the ratio to the
 // baseline's with its confidence interval from paired rounds.
 type OverheadRow struct {
 	Config                     string
@@ -278,7 +281,7 @@ type evidenceRow struct {
 // renders their evidence by sorted key.
 func findingViews(fs []event.Finding) []findingView {
 	sorted := slices.Clone(fs)
-	slices.SortStableFunc(sorted, func(a, b event.Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
+	slices.SortStableFunc(sorted, event.MoreSevere)
 	out := make([]findingView, 0, len(sorted))
 	for _, f := range sorted {
 		fv := findingView{Finding: f}

@@ -19,7 +19,7 @@ import (
 // htmlFixtureStart is the fixture's first probe round: 2025-03-01 12:00:00 UTC.
 var htmlFixtureStart = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixMicro()
 
-// htmlFixture is a deterministic report: a seed 002 style probe ramp
+// htmlFixture is a deterministic report: a probe ramp in the style of the concurrency-cap case
 // (1 to 64 running threads, latency flat up to 8 and exploding beyond),
 // its knee finding, joined statements over two pool groups, an overhead
 // table, a plan that flips, and text that must be escaped.
@@ -61,7 +61,7 @@ func htmlFixture() *HTMLData {
 }
 
 // fixtureStatements: three digests over two pool groups for three minutes;
-// group 0 queues (seed 004), one digest stalls on its client (seed 000).
+// group 0 queues (the thread-pool case), one digest stalls on its client (the slow-client case).
 func fixtureStatements(r *rng) []event.Statement {
 	texts := []string{"SELECT c FROM sbtest1 WHERE id = ?", "SELECT * FROM big_table", "UPDATE sbtest1 SET k = k + ? WHERE id = ? <script>alert(1)</script>"}
 	var out []event.Statement

@@ -10,8 +10,11 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/sqltext"
@@ -57,6 +60,14 @@ type ProfileOptions struct {
 	// MaxDigests bounds the distinct digests kept (DefaultMaxDigests if 0);
 	// statements of further digests are folded into one "(other)" row.
 	MaxDigests int
+	// MetricLabel, when set, names the ranking in the heading instead of
+	// "<metric> latency": where the times come from, when that matters
+	// (the server's own timer, without the wire).
+	MetricLabel string
+	// Unknown names the parts of a statement's time the input cannot
+	// show (without the wire: queue, delivery, the client's time), so
+	// that they read as unknown, not as zero.
+	Unknown []string
 }
 
 // Profile aggregates statements per digest with mergeable quantile sketches.
@@ -96,8 +107,13 @@ func NewProfile(opts ProfileOptions) *Profile {
 	}
 }
 
-// Add counts one statement. The profile keeps nothing of s.
-func (p *Profile) Add(s *event.Statement) {
+// Add counts one statement. The profile keeps nothing of s but shared
+// strings (its user, database and, for the slowest of its class, its text).
+func (p *Profile) Add(s *event.Statement) { p.AddExtra(s, nil) }
+
+// AddExtra is Add with what the source knows beyond the statement (x may be
+// nil); x.ClassID, when set, is the statement's class instead of its digest.
+func (p *Profile) AddExtra(s *event.Statement, x *Extra) {
 	p.stmts++
 	p.byCommand[s.Cmd]++
 	p.addConn(s)
@@ -105,7 +121,36 @@ func (p *Profile) Add(s *event.Statement) {
 	for _, n := range s.Notes {
 		p.notes.count(n)
 	}
-	p.aggFor(s).add(s, p.latency(s))
+	a := p.classFor(s, x)
+	a.add(s, p.latency(s))
+	a.classStats.add(s, x, p.latency(s), a.calls)
+}
+
+// classFor is the statement's row: its digest's, or x's class.
+func (p *Profile) classFor(s *event.Statement, x *Extra) *agg {
+	if x == nil || x.ClassID == "" {
+		return p.aggFor(s)
+	}
+	if a := p.digests[x.ClassID]; a != nil {
+		return a
+	}
+	if len(p.digests) < p.opts.MaxDigests {
+		a := newAgg(x.ClassID, x.ClassText)
+		p.digests[x.ClassID] = a
+		return a
+	}
+	return p.toOther(x.ClassID)
+}
+
+// toOther is the "(other)" row, for a class beyond MaxDigests.
+func (p *Profile) toOther(digest string) *agg {
+	if p.other == nil {
+		p.other = newAgg("", otherText)
+	}
+	if len(p.folded) < maxFolded {
+		p.folded[digest] = struct{}{}
+	}
+	return p.other
 }
 
 // AddNote records a note about the whole profile (a dropped packet count, a
@@ -187,13 +232,7 @@ func (p *Profile) aggFor(s *event.Statement) *agg {
 		p.remember(s, a)
 		return a
 	}
-	if p.other == nil {
-		p.other = newAgg("", otherText)
-	}
-	if len(p.folded) < maxFolded {
-		p.folded[digest] = struct{}{}
-	}
-	return p.other
+	return p.toOther(digest)
 }
 
 // remember indexes a row for statements that carry no digest.
@@ -227,38 +266,62 @@ type agg struct {
 	totalUS      int64
 	maxUS        int64
 	sketch       *ddsketch.DDSketch
-	rows         int64
-	respBytes    int64
+	positive     store.Store // the sketch's store of values > 0, see addToSketch
 	errors       int64
 	zeroWindowUS int64
 	joined       int64
 	parts        Parts
-	lockUS       int64
-	rowsExamined int64
+	classStats
 }
 
 func newAgg(digest, text string) *agg {
-	sk, err := ddsketch.LogCollapsingLowestDenseDDSketch(sketchAccuracy, sketchBins)
+	// As ddsketch.LogCollapsingLowestDenseDDSketch builds it, keeping the
+	// positive store for addToSketch.
+	m, err := mapping.NewLogarithmicMapping(sketchAccuracy)
 	if err != nil {
 		panic(fmt.Sprintf("ddsketch with constant parameters: %v", err)) // unreachable: constants are valid
 	}
-	return &agg{digest: digest, text: text, sketch: sk}
+	pos := store.NewCollapsingLowestDenseStore(sketchBins)
+	sk := ddsketch.NewDDSketch(m, pos, store.NewCollapsingLowestDenseStore(sketchBins))
+	return &agg{digest: digest, text: text, sketch: sk, positive: pos}
+}
+
+// smallIndexes is the sketch's bin index of each latency below its length
+// (µs): most statements take less, and the sketch would take a logarithm
+// for every one.
+var smallIndexes = sync.OnceValue(func() []int32 {
+	m, err := mapping.NewLogarithmicMapping(sketchAccuracy)
+	if err != nil {
+		panic(fmt.Sprintf("ddsketch with constant parameters: %v", err)) // unreachable: constants are valid
+	}
+	t := make([]int32, 1<<14)
+	for us := 1; us < len(t); us++ {
+		t[us] = int32(m.Index(float64(us)))
+	}
+	return t
+})
+
+// addToSketch adds us as sketch.Add does: a positive value goes to the
+// positive store at its bin index (looked up when small), 0 is counted
+// apart.
+func (a *agg) addToSketch(us int64) {
+	if t := smallIndexes(); us > 0 && us < int64(len(t)) {
+		a.positive.Add(int(t[us]))
+		return
+	}
+	// Add fails only for negative or NaN values; us is clamped to >= 0.
+	_ = a.sketch.Add(float64(us))
 }
 
 func (a *agg) add(s *event.Statement, us int64) {
 	a.calls++
 	a.totalUS += us
 	a.maxUS = max(a.maxUS, us)
-	// Add fails only for negative or NaN values; us is clamped to >= 0.
-	_ = a.sketch.Add(float64(us))
-	a.rows += s.Rows
-	a.respBytes += s.RespBytes
+	a.addToSketch(us)
 	if s.Error != nil {
 		a.errors++
 	}
 	a.zeroWindowUS += s.ZeroWindowUS
-	a.lockUS += s.LockUS
-	a.rowsExamined += s.RowsExamined
 	if s.Joined {
 		a.joined++
 		a.parts.add(s)
@@ -266,23 +329,24 @@ func (a *agg) add(s *event.Statement, us int64) {
 }
 
 func (a *agg) merge(o *agg) error {
+	a.classStats.merge(&o.classStats, a.calls, o.calls)
 	a.calls += o.calls
 	a.totalUS += o.totalUS
 	a.maxUS = max(a.maxUS, o.maxUS)
-	a.rows += o.rows
-	a.respBytes += o.respBytes
 	a.errors += o.errors
 	a.zeroWindowUS += o.zeroWindowUS
 	a.joined += o.joined
-	a.lockUS += o.lockUS
-	a.rowsExamined += o.rowsExamined
 	a.parts.merge(o.parts)
 	return a.sketch.MergeWith(o.sketch)
 }
 
-// quantile returns the q-quantile in whole microseconds, never above the
-// exact maximum (the sketch may overshoot it by up to 1%).
+// quantile returns the q-quantile in whole microseconds: exact (nearest
+// rank) while the class has kept every value, else from the sketch, never
+// above the exact maximum (the sketch may overshoot it by up to 1%).
 func (a *agg) quantile(q float64) int64 {
+	if a.exact != nil {
+		return nearestRank(a.sortedExact(), q)
+	}
 	v, err := a.sketch.GetValueAtQuantile(q)
 	if err != nil {
 		return 0 // empty sketch
@@ -291,7 +355,7 @@ func (a *agg) quantile(q float64) int64 {
 }
 
 // Parts are totals, in microseconds, of the decomposition of joined
-// statements' client time (DESIGN §2); they sum to ClientUS.
+// statements' client time (docs/events.md); they sum to ClientUS.
 type Parts struct {
 	ClientUS    int64 `json:"client_us"`
 	RequestUS   int64 `json:"request_us"`
@@ -420,7 +484,21 @@ type noteSet struct {
 	order   []string
 	stmts   map[string]*int64
 	dropped int64
+	// recent holds the counters of the notes counted last. A statement's
+	// notes are nearly always the same few constant strings, long ones,
+	// and comparing a string with itself stops at its pointer, where a map
+	// lookup hashes every byte of it.
+	recent     [recentNotes]recentNote
+	recentNext int
 }
+
+type recentNote struct {
+	note string
+	c    *int64
+}
+
+// recentNotes is how many counters noteSet.count looks at before the map.
+const recentNotes = 4
 
 func (s *noteSet) add(n string, perStatement bool) {
 	var k int64
@@ -435,8 +513,16 @@ func (s *noteSet) add(n string, perStatement bool) {
 // counts it, without scanning it (every statement's notes pass here; the
 // scan was 10% of watch's CPU with three notes a statement).
 func (s *noteSet) count(n string) {
+	for i := range s.recent {
+		if r := &s.recent[i]; r.c != nil && r.note == n {
+			*r.c++
+			return
+		}
+	}
 	if c := s.stmts[n]; c != nil {
 		*c++
+		s.recent[s.recentNext] = recentNote{note: n, c: c}
+		s.recentNext = (s.recentNext + 1) % recentNotes
 		return
 	}
 	s.addN(noteKind(n), 1)
@@ -486,9 +572,16 @@ func (s *noteSet) list() []string {
 	return out
 }
 
+// UnknownRespBytes, in ProfileOptions.Unknown, prints the bytes column as
+// unknown.
+const UnknownRespBytes = "response bytes"
+
 // ProfileResult is a profile's outcome, digests ranked by total time.
 type ProfileResult struct {
-	Metric      string           `json:"metric"`
+	Metric      string `json:"metric"`
+	MetricLabel string `json:"metric_label,omitempty"`
+	// Unknown: ProfileOptions.Unknown, the parts of the time not measured.
+	Unknown     []string         `json:"unknown,omitempty"`
 	Statements  int64            `json:"statements"`
 	ByCommand   map[string]int64 `json:"by_command"`
 	Connections int64            `json:"connections"`
@@ -496,17 +589,25 @@ type ProfileResult struct {
 	LastUS      int64            `json:"last_us,omitempty"`
 	TotalUS     int64            `json:"total_us"`
 	Joined      int64            `json:"joined"`
-	Digests     []DigestRow      `json:"digests"`
-	Notes       []string         `json:"notes"`
+	// Classes counts every digest row, also those a --limit left out of
+	// Digests.
+	Classes int64       `json:"classes"`
+	Digests []DigestRow `json:"digests"`
+	Notes   []string    `json:"notes"`
 }
 
-// DigestRow is one digest's aggregate. Quantiles come from a DDSketch with
-// 1% relative accuracy; Parts is present when some calls were joined.
+// DigestRow is one digest's (or class's) aggregate. Quantiles are exact
+// (nearest rank) while a class has at most 128 calls, beyond that from a
+// DDSketch with 1% relative accuracy; Parts is present when some calls were
+// joined.
 type DigestRow struct {
 	Digest       string `json:"digest"`
 	DigestText   string `json:"digest_text"`
 	Calls        int64  `json:"calls"`
 	TotalUS      int64  `json:"total_us"`
+	MinUS        int64  `json:"min_us"`
+	AvgUS        int64  `json:"avg_us"`
+	StddevUS     int64  `json:"stddev_us"`
 	P50US        int64  `json:"p50_us"`
 	P95US        int64  `json:"p95_us"`
 	P99US        int64  `json:"p99_us"`
@@ -516,8 +617,32 @@ type DigestRow struct {
 	Errors       int64  `json:"errors"`
 	ZeroWindowUS int64  `json:"zero_window_us"`
 	SlowLogTotals
-	Joined int64  `json:"joined,omitempty"`
-	Parts  *Parts `json:"parts,omitempty"`
+	RowsSent     int64 `json:"rows_sent"`
+	RowsAffected int64 `json:"rows_affected"`
+	BytesSent    int64 `json:"bytes_sent"`
+	// Histogram counts calls per pt-query-digest query-time bucket
+	// (HistogramLabels).
+	Histogram    [HistogramBuckets]int64 `json:"histogram"`
+	Attributes   ClassAttrs              `json:"attributes"`
+	Databases    []Count                 `json:"databases,omitempty"`
+	Users        []Count                 `json:"users,omitempty"`
+	Hosts        []Count                 `json:"hosts,omitempty"`
+	ErrorsByCode []ErrorCount            `json:"errors_by_code,omitempty"`
+	FirstSeenUS  int64                   `json:"first_seen_us,omitempty"`
+	LastSeenUS   int64                   `json:"last_seen_us,omitempty"`
+	Sample       *Sample                 `json:"sample,omitempty"`
+	Plan         *Plan                   `json:"plan,omitempty"`
+	Joined       int64                   `json:"joined,omitempty"`
+	Parts        *Parts                  `json:"parts,omitempty"`
+}
+
+// ClassAttrs are the per-call attributes' sum, min, max and average.
+type ClassAttrs struct {
+	LockUS       Attr `json:"lock_us"`
+	RowsSent     Attr `json:"rows_sent"`
+	RowsExamined Attr `json:"rows_examined"`
+	RowsAffected Attr `json:"rows_affected"`
+	BytesSent    Attr `json:"bytes_sent"`
 }
 
 // SlowLogTotals are a digest's slow-log-only totals (zero for wire data).
@@ -533,6 +658,8 @@ type SlowLogTotals struct {
 func (p *Profile) Result() *ProfileResult {
 	r := &ProfileResult{
 		Metric:      p.opts.Metric.String(),
+		MetricLabel: p.opts.MetricLabel,
+		Unknown:     slices.Clone(p.opts.Unknown),
 		Statements:  p.stmts,
 		ByCommand:   maps.Clone(p.byCommand),
 		Connections: int64(len(p.conns)),
@@ -551,6 +678,7 @@ func (p *Profile) Result() *ProfileResult {
 		r.TotalUS += d.TotalUS
 		r.Joined += d.Joined
 	}
+	r.Classes = int64(len(r.Digests))
 	r.Notes = p.notes.list()
 	if p.other != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s: %d statements of %s digests beyond the %d-digest limit",
@@ -587,13 +715,51 @@ func cmpDesc(a, b int64) int {
 func (a *agg) row() DigestRow {
 	r := DigestRow{
 		Digest: a.digest, DigestText: a.text, Calls: a.calls, TotalUS: a.totalUS,
+		MinUS: a.minUS, AvgUS: a.avg(), StddevUS: a.stddev(),
 		P50US: a.quantile(0.50), P95US: a.quantile(0.95), P99US: a.quantile(0.99), MaxUS: a.maxUS,
-		Rows: a.rows, RespBytes: a.respBytes, Errors: a.errors, ZeroWindowUS: a.zeroWindowUS,
-		SlowLogTotals: SlowLogTotals{LockUS: a.lockUS, RowsExamined: a.rowsExamined}, Joined: a.joined,
+		Rows: a.rows.sum, RespBytes: a.bytes.sum, Errors: a.errors, ZeroWindowUS: a.zeroWindowUS,
+		SlowLogTotals: SlowLogTotals{LockUS: a.lock.sum, RowsExamined: a.exam.sum},
+		RowsSent:      a.rows.sum, RowsAffected: a.aff.sum, BytesSent: a.bytes.sum,
+		Histogram: a.hist, Attributes: a.attrs(),
+		Databases: a.dbs.list(), Users: a.users.list(), Hosts: a.hosts.list(), ErrorsByCode: a.errs.list(),
+		FirstSeenUS: a.firstUS, LastSeenUS: a.lastUS, Joined: a.joined,
+	}
+	if len(r.ErrorsByCode) == 0 {
+		r.ErrorsByCode = nil
+	}
+	if a.calls > 0 {
+		sample := a.sample
+		r.Sample = &sample
+	}
+	if a.plan != nil {
+		plan := *a.plan
+		r.Plan = &plan
 	}
 	if a.joined > 0 {
 		parts := a.parts
 		r.Parts = &parts
 	}
 	return r
+}
+
+func (a *agg) avg() int64 {
+	if a.calls == 0 {
+		return 0
+	}
+	return int64(math.Round(float64(a.totalUS) / float64(a.calls)))
+}
+
+func (a *agg) attrs() ClassAttrs {
+	return ClassAttrs{
+		LockUS: a.lock.result(a.calls), RowsSent: a.rows.result(a.calls), RowsExamined: a.exam.result(a.calls),
+		RowsAffected: a.aff.result(a.calls), BytesSent: a.bytes.result(a.calls),
+	}
+}
+
+// sortedExact returns the kept latencies sorted (a copy: Result may be
+// called while statements are still added).
+func (a *agg) sortedExact() []int64 {
+	v := slices.Clone(a.exact)
+	slices.Sort(v)
+	return v
 }

@@ -34,3 +34,28 @@ func TestProfileCountsRepeatedNotes(t *testing.T) {
 		t.Fatalf("notes %q, want %q", got, want)
 	}
 }
+
+// More distinct notes than the recent-note cache holds, counted in turns
+// and through equal strings built apart, still add up per note.
+func TestProfileCountsNotesBeyondRecent(t *testing.T) {
+	p := NewProfile(ProfileOptions{})
+	names := []string{"note a", "note b", "note c", "note d", "note e", "note f"}
+	for round := range 3 {
+		for i, n := range names {
+			if round == 1 {
+				n = string([]byte(n)) // the same text, another string
+			}
+			p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", ClientUS: 5,
+				Notes: []string{n, names[(i+1)%len(names)]}})
+		}
+	}
+	got := p.Result().Notes
+	if len(got) != len(names) {
+		t.Fatalf("notes %q, want %d", got, len(names))
+	}
+	for i, n := range names {
+		if want := n + " (6 statements)"; got[i] != want {
+			t.Errorf("note %d = %q, want %q", i, got[i], want)
+		}
+	}
+}

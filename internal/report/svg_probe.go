@@ -10,7 +10,7 @@ import (
 // count axis on the right.
 var probeFrame = frame{w: 960, h: 420, left: 78, right: 70, top: 44, bottom: 52}
 
-// probeTimelineSVG is the seed 002 chart: canary max/avg/median per round
+// probeTimelineSVG is the chart of the concurrency-cap case (docs/field-reports.md): canary max/avg/median per round
 // on a log axis (lines and markers), Threads_connected and Threads_running
 // as bars on a linear second axis, the knee as a horizontal line on that
 // axis, time on x.

@@ -40,8 +40,15 @@ func WriteProfileTextWidth(w io.Writer, r *ProfileResult, top, width int) error 
 }
 
 func writeHeader(w *bufio.Writer, r *ProfileResult) {
-	fmt.Fprintf(w, "# %s statements, %s connections, %s digests, ranked by total %s latency\n",
-		count(r.Statements), count(r.Connections), count(int64(len(r.Digests))), r.Metric)
+	ranking := r.Metric + " latency"
+	if r.MetricLabel != "" {
+		ranking = r.MetricLabel
+	}
+	fmt.Fprintf(w, "# %s statements, %s connections, %s digests, ranked by total %s\n",
+		count(r.Statements), count(r.Connections), count(max(r.Classes, int64(len(r.Digests)))), ranking)
+	if len(r.Unknown) > 0 {
+		fmt.Fprintf(w, "# unknown (not measured, not zero): %s\n", strings.Join(r.Unknown, ", "))
+	}
 	if r.FirstUS > 0 {
 		fmt.Fprintf(w, "# %s .. %s (%s), total %s\n", timestamp(r.FirstUS), timestamp(r.LastUS),
 			duration(r.LastUS-r.FirstUS), duration(r.TotalUS))
@@ -103,7 +110,7 @@ func writeLatencyTable(w *bufio.Writer, r *ProfileResult, rows []DigestRow, widt
 		cells := []string{
 			fmt.Sprint(i + 1), duration(d.TotalUS), percent(d.TotalUS, r.TotalUS), count(d.Calls),
 			duration(d.P50US), duration(d.P95US), duration(d.P99US), duration(d.MaxUS),
-			count(d.Rows), bytesize(d.RespBytes), count(d.Errors),
+			count(d.Rows), respBytes(r, d), count(d.Errors),
 		}
 		if server {
 			cells = append(cells, count(d.RowsExamined), dashIfZero(d.LockUS))
@@ -114,8 +121,17 @@ func writeLatencyTable(w *bufio.Writer, r *ProfileResult, rows []DigestRow, widt
 	}
 }
 
+// respBytes is a digest's response bytes, "?" when the input cannot show
+// them (the server's side only): unknown, not zero.
+func respBytes(r *ProfileResult, d DigestRow) string {
+	if slices.Contains(r.Unknown, UnknownRespBytes) {
+		return "?"
+	}
+	return bytesize(d.RespBytes)
+}
+
 // writePartsTable shows, per digest with joined calls, each part's share of
-// those calls' client time (DESIGN §2: the parts sum to client_us).
+// those calls' client time (docs/events.md: the parts sum to client_us).
 func writePartsTable(w *bufio.Writer, rows []DigestRow, width int) {
 	if !slices.ContainsFunc(rows, func(d DigestRow) bool { return d.Parts != nil }) {
 		return

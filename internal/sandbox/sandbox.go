@@ -43,6 +43,15 @@ type Options struct {
 	// `gapscope lab up`): it is not killed with its parent, and its state is
 	// saved in Dir so that StopDir can stop it later.
 	Persistent bool
+	// NetNS runs the server inside this network namespace (`ip netns
+	// exec`), listening on BindAddress there; the sandbox reaches it
+	// through its socket file, which namespaces do not separate.
+	NetNS       string
+	BindAddress string
+	// Nice, when non-zero, runs the server at this nice value (negative
+	// needs root): every thread inherits it, so a lab measuring something
+	// else is not disturbed by the host's other load.
+	Nice int
 }
 
 // Instance is a running private server.
@@ -55,6 +64,8 @@ type Instance struct {
 	PIDFile   string
 	ErrorLog  string
 	Flavor    string // "mariadb" or "mysql"
+	Host      string // address the server listens on (127.0.0.1 unless Options.BindAddress)
+	NetNS     string // network namespace the server runs in ("" for this one)
 	PID       int
 	cmd       *exec.Cmd
 	done      chan error
@@ -183,6 +194,11 @@ func prepareDirs(opts Options) (*Instance, error) {
 		PIDFile:  filepath.Join(dir, "mysqld.pid"),
 		ErrorLog: filepath.Join(dir, "error.log"),
 		ownDir:   own,
+		Host:     "127.0.0.1",
+		NetNS:    opts.NetNS,
+	}
+	if opts.BindAddress != "" {
+		inst.Host = opts.BindAddress
 	}
 	port, err := pickPort(opts.Port)
 	if err != nil {
@@ -249,7 +265,7 @@ func (inst *Instance) launch(server string, opts Options) error {
 		return fmt.Errorf("sandbox: creating %s: %w", inst.tmpDir(), err)
 	}
 	args := []string{"--no-defaults", "--datadir=" + inst.DataDir, "--socket=" + inst.Socket,
-		fmt.Sprintf("--port=%d", inst.Port), "--bind-address=127.0.0.1", "--user=root",
+		fmt.Sprintf("--port=%d", inst.Port), "--bind-address=" + inst.Host, "--user=root",
 		"--pid-file=" + inst.PIDFile, "--log-error=" + inst.ErrorLog,
 		"--innodb-buffer-pool-size=64M", "--skip-name-resolve", "--tmpdir=" + inst.tmpDir()}
 	if inst.Flavor == "mysql" {
@@ -265,6 +281,14 @@ func (inst *Instance) launch(server string, opts Options) error {
 	}
 	args = append(args, opts.ServerArgs...)
 	cmd := exec.Command(server, args...)
+	if opts.Nice != 0 {
+		// nice(1) execs the server: same pid, every thread at that nice.
+		cmd = exec.Command("nice", append([]string{"-n", fmt.Sprint(opts.Nice), server}, args...)...)
+	}
+	if inst.NetNS != "" {
+		// ip(8) enters the namespace and execs the server: same pid.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", inst.NetNS}, cmd.Args...)...)
+	}
 	// Own process group so that a Ctrl-C to gapscope reaches us first and we
 	// stop the server in order, instead of the terminal killing it mid-write.
 	// A test's server dies with the test binary; a lab's outlives gapscope.
@@ -293,7 +317,7 @@ func (inst *Instance) waitReady(ctx context.Context, timeout time.Duration) erro
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		db, err := sql.Open("mysql", inst.DSN(""))
+		db, err := sql.Open("mysql", inst.readyDSN())
 		if err != nil {
 			return err
 		}
@@ -331,11 +355,31 @@ func (inst *Instance) ExtraDSN(db string) string {
 	return inst.dsnFor(inst.ExtraPort, db)
 }
 
+// readyDSN reaches the server from this process: over TCP, or through
+// the socket when it listens in another network namespace.
+func (inst *Instance) readyDSN() string {
+	if inst.NetNS != "" {
+		return inst.SocketDSN("")
+	}
+	return inst.DSN("")
+}
+
+// SocketDSN returns a DSN for root through the server's socket file.
+func (inst *Instance) SocketDSN(db string) string {
+	cfg := mysql.NewConfig()
+	cfg.User = "root"
+	cfg.Net = "unix"
+	cfg.Addr = inst.Socket
+	cfg.DBName = db
+	cfg.Params = map[string]string{}
+	return cfg.FormatDSN()
+}
+
 func (inst *Instance) dsnFor(port int, db string) string {
 	cfg := mysql.NewConfig()
 	cfg.User = "root"
 	cfg.Net = "tcp"
-	cfg.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	cfg.Addr = net.JoinHostPort(inst.Host, fmt.Sprint(port))
 	cfg.DBName = db
 	cfg.InterpolateParams = false
 	cfg.Params = map[string]string{}
@@ -343,7 +387,7 @@ func (inst *Instance) dsnFor(port int, db string) string {
 }
 
 // Addr returns host:port of the instance.
-func (inst *Instance) Addr() string { return fmt.Sprintf("127.0.0.1:%d", inst.Port) }
+func (inst *Instance) Addr() string { return net.JoinHostPort(inst.Host, fmt.Sprint(inst.Port)) }
 
 // Open returns a *sql.DB connected to the instance.
 func (inst *Instance) Open(db string) (*sql.DB, error) {
@@ -375,6 +419,19 @@ func (inst *Instance) removeDir() {
 	if inst.ownDir {
 		_ = os.RemoveAll(inst.Dir)
 	}
+}
+
+// Kill stops the server with SIGKILL, as a crash would: no shutdown, its
+// datadir left for crash recovery. Restart starts it again on the same
+// datadir and port.
+func (inst *Instance) Kill() error {
+	if inst.cmd == nil {
+		return errors.New("sandbox: Kill needs a server this process started")
+	}
+	_ = inst.cmd.Process.Signal(syscall.SIGKILL)
+	<-inst.done
+	inst.cmd, inst.PID = nil, 0 // Stop must not signal a pid the system may reuse
+	return nil
 }
 
 // Restart stops the server and starts it again on the same datadir and port

@@ -54,7 +54,7 @@ func LoadState(dir string) (*Instance, error) {
 		return nil, fmt.Errorf("sandbox: %s is corrupt: %w", filepath.Join(dir, StateFile), err)
 	}
 	inst := &Instance{Dir: dir, DataDir: st.DataDir, Socket: st.Socket, Port: st.Port, ExtraPort: st.ExtraPort,
-		ErrorLog: st.ErrorLog, Flavor: st.Flavor, PIDFile: filepath.Join(dir, "mysqld.pid")}
+		ErrorLog: st.ErrorLog, Flavor: st.Flavor, PIDFile: filepath.Join(dir, "mysqld.pid"), Host: "127.0.0.1"}
 	if !isOurServer(st.PID, st.DataDir) {
 		return inst, ErrNotRunning
 	}

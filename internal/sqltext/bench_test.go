@@ -62,3 +62,64 @@ func BenchmarkNormalizeNewShape(b *testing.B) {
 		n.Normalize(raws[i%distinct])
 	}
 }
+
+// sysbench's statements, as a slow log holds them (new literals each time).
+var fingerprintInputs = []string{
+	"SELECT c FROM sbtest1 WHERE id=5021",
+	"SELECT c FROM sbtest1 WHERE id BETWEEN 4992 AND 5091",
+	"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 10 AND 109 ORDER BY c",
+	"UPDATE sbtest1 SET c='83868641912-28773972837-60736120486-75162659906-27563526494-20381887404-41576422241-93426793964-56405065102-33518432330' WHERE id=5010",
+	"INSERT INTO sbtest1 (id, k, c, pad) VALUES (5002, 4989, '03868641912-28773972837-60736120486-75162659906-27563526494-20381887404-41576422241-93426793964-56405065102-33518432330', '22195207048-70116052123-74140395089-76317954521-98694025897')",
+	"COMMIT",
+}
+
+func BenchmarkFingerprint(b *testing.B) {
+	var n int64
+	for i := 0; b.Loop(); i++ {
+		n += int64(len(Fingerprint(fingerprintInputs[i%len(fingerprintInputs)])))
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stmts/s")
+	_ = n
+}
+
+// BenchmarkNormalizeNewLiterals normalizes statements sent as text with
+// fresh literals at every call (sysbench with --db-ps-mode=disable, most
+// ORMs' text protocol): the raw text is new, its shape is known.
+func BenchmarkNormalizeNewLiterals(b *testing.B) {
+	raws := newLiteralStatements()
+	b.ReportAllocs()
+	n := NewNormalizer(0)
+	for i := 0; b.Loop(); i++ {
+		n.Normalize(raws[i%len(raws)])
+	}
+}
+
+// BenchmarkFingerprinterClassNewLiterals classes the same statements as
+// pt-query-digest would: the raw text is new, its shape is known.
+func BenchmarkFingerprinterClassNewLiterals(b *testing.B) {
+	raws := newLiteralStatements()
+	b.ReportAllocs()
+	var f Fingerprinter
+	for i := 0; b.Loop(); i++ {
+		f.Class(raws[i%len(raws)])
+	}
+}
+
+// newLiteralStatements are sysbench's statements with fresh literals.
+func newLiteralStatements() [][]byte {
+	const distinct = 1 << 14
+	raws := make([][]byte, distinct)
+	for i := range raws {
+		switch i % 4 {
+		case 0:
+			raws[i] = fmt.Appendf(nil, "SELECT c FROM sbtest%d WHERE id=%d", i%8+1, i*7919%100000)
+		case 1:
+			raws[i] = fmt.Appendf(nil, "SELECT c FROM sbtest%d WHERE id BETWEEN %d AND %d ORDER BY c", i%8+1, i, i+99)
+		case 2:
+			raws[i] = fmt.Appendf(nil, "UPDATE sbtest%d SET k=k+1 WHERE id=%d", i%8+1, i*31%100000)
+		default:
+			raws[i] = fmt.Appendf(nil, "INSERT INTO sbtest%d (id, k, c, pad) VALUES (%d, %d, '%011d-%011d', '%011d')", i%8+1, i, i*3, i*5, i*7, i*11)
+		}
+	}
+	return raws
+}

@@ -44,7 +44,7 @@ const DefaultCacheSize = 10_000
 func IsOwn(raw []byte) bool { return bytes.Contains(raw, []byte(Marker)) }
 
 type cached struct {
-	rawLen       int // guards against a 64-bit hash collision between lengths
+	rawLen       int // length of the key: guards against a 64-bit hash collision between lengths
 	text, digest string
 }
 
@@ -52,11 +52,15 @@ type cached struct {
 // the raw text, up to a fixed number of entries (oldest evicted first). It is
 // not safe for concurrent use; give each goroutine its own.
 type Normalizer struct {
-	seed  maphash.Seed
-	max   int
-	cache map[uint64]cached
-	ring  []uint64 // insertion order of cache keys, for FIFO eviction
-	next  int
+	seed maphash.Seed
+	// shapeSeed hashes shapes (shape.go), so that a shape and a raw text
+	// of the same bytes never share a key.
+	shapeSeed maphash.Seed
+	shape     []byte
+	max       int
+	cache     map[uint64]cached
+	ring      []uint64 // insertion order of cache keys, for FIFO eviction
+	next      int
 	// texts interns digest texts, so that a new raw text of a known shape
 	// (other literals) allocates nothing.
 	texts map[string]cached
@@ -74,20 +78,32 @@ func NewNormalizer(maxCache int) *Normalizer {
 		maxCache = DefaultCacheSize
 	}
 	return &Normalizer{
-		seed:  maphash.MakeSeed(),
-		max:   maxCache,
-		cache: make(map[uint64]cached, maxCache),
-		ring:  make([]uint64, 0, maxCache),
-		texts: make(map[string]cached),
+		seed:      maphash.MakeSeed(),
+		shapeSeed: maphash.MakeSeed(),
+		max:       maxCache,
+		cache:     make(map[uint64]cached, maxCache),
+		ring:      make([]uint64, 0, maxCache),
+		texts:     make(map[string]cached),
 	}
 }
 
 // Normalize returns the digest text of raw and its digest, 16 hex digits of
 // a 64-bit FNV-1a hash of the digest text (stable across runs and hosts).
+//
+// The cache is keyed by the raw text's shape (its literals left out) when
+// it has literals, otherwise by the raw text itself: a text repeated as it
+// is costs one hash, a text with new literals one pass over its bytes.
 func (n *Normalizer) Normalize(raw []byte) (digestText, digest string) {
 	h := maphash.Bytes(n.seed, raw)
 	if c, ok := n.cache[h]; ok && c.rawLen == len(raw) {
-		return c.text, c.digest
+		return c.text, c.digest // a text seen before (a prepared statement's)
+	}
+	key := raw
+	if shape, literals, ok := n.appendShape(raw); ok && literals > 0 {
+		key, h = shape, maphash.Bytes(n.shapeSeed, shape)
+		if c, ok := n.cache[h]; ok && c.rawLen == len(key) {
+			return c.text, c.digest // other literals in a known shape
+		}
 	}
 	n.out = n.render(n.out[:0], raw)
 	c, ok := n.texts[string(n.out)]
@@ -96,10 +112,19 @@ func (n *Normalizer) Normalize(raw []byte) (digestText, digest string) {
 		c = cached{text: text, digest: Digest(text)}
 		n.intern(c)
 	}
-	c.rawLen = len(raw)
+	c.rawLen = len(key)
 	n.remember(h, c)
 	n.shrink()
 	return c.text, c.digest
+}
+
+// appendShape computes raw's shape in the Normalizer's scratch buffer.
+func (n *Normalizer) appendShape(raw []byte) ([]byte, int, bool) {
+	shape, literals, ok := appendShape(n.shape[:0], raw)
+	if cap(shape) <= 4*MaxDigestText {
+		n.shape = shape
+	}
+	return shape, literals, ok
 }
 
 // keepTokens bounds the scratch buffers kept between calls, so that one

@@ -38,6 +38,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{db: db, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
+		if strings.Contains(err.Error(), "file is not a database") {
+			// SQLite's own words name neither the file nor what it
+			// expected; the file is left untouched.
+			return nil, fmt.Errorf("opening store %s: not a gapscope store (not an SQLite database; --store takes a file written by watch, probe or plans --store)", path)
+		}
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
 	return s, nil

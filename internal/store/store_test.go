@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -381,4 +382,20 @@ func BenchmarkWriter(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+}
+
+func TestOpenNotAStoreSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slow.log")
+	body := []byte("# Time: 2024-05-06T07:08:09\n# Query_time: 0.1 Lock_time: 0 Rows_sent: 1 Rows_examined: 1\nSELECT 1;\n" + strings.Repeat("x", 4096))
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), path)
+	if err == nil || !strings.Contains(err.Error(), "not a gapscope store") {
+		t.Fatalf("Open(non-store) = %v, want an error saying it is not a gapscope store", err)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(after, body) {
+		t.Error("Open changed a file that is not a store")
+	}
 }

@@ -27,8 +27,9 @@ type WriterOptions struct {
 
 // Writer batches rows of one run into transactions: a commit every
 // BatchRows rows or FlushEvery, whichever comes first. Safe for concurrent
-// use. After a failed commit it keeps the rows and reports the error from
-// every later call.
+// use. After a failed commit (a full disk) it queues nothing more, so that
+// a long run does not hold every later row in memory, and returns the
+// error from every later call; Dropped counts the rows refused.
 type Writer struct {
 	s     *Store
 	run   int64
@@ -40,8 +41,10 @@ type Writer struct {
 	args  []any // reused across commits
 	err   error
 	total int64
-	stop  chan struct{}
-	done  chan struct{}
+	// dropped counts rows refused after a failed commit.
+	dropped int64
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 type findingRow struct {
@@ -64,6 +67,9 @@ func (s *Store) NewWriter(run int64, opts WriterOptions) *Writer {
 func (w *Writer) Add(st *event.Statement) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.refuseLocked() {
+		return w.err
+	}
 	w.stmts = append(w.stmts, *st)
 	return w.maybeFlushLocked()
 }
@@ -72,6 +78,9 @@ func (w *Writer) Add(st *event.Statement) error {
 func (w *Writer) AddSample(sm *event.Sample) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.refuseLocked() {
+		return w.err
+	}
 	w.samps = append(w.samps, *sm)
 	return w.maybeFlushLocked()
 }
@@ -85,8 +94,27 @@ func (w *Writer) AddFinding(tUS int64, f *event.Finding) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.refuseLocked() {
+		return w.err
+	}
 	w.finds = append(w.finds, findingRow{tUS, *f, string(ev)})
 	return w.maybeFlushLocked()
+}
+
+// refuseLocked counts a row that a failed writer will not queue.
+func (w *Writer) refuseLocked() bool {
+	if w.err == nil {
+		return false
+	}
+	w.dropped++
+	return true
+}
+
+// Dropped returns how many rows were refused after a failed commit.
+func (w *Writer) Dropped() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
 }
 
 func (w *Writer) pending() int { return len(w.stmts) + len(w.samps) + len(w.finds) }

@@ -18,7 +18,27 @@ import (
 	"github.com/gapscope/gapscope/internal/plans"
 )
 
-// engine holds one run's moving parts.
+// engine holds one run's moving parts. A run is a pipeline of stages,
+// each owned by one goroutine:
+//
+//  1. capture (capture.Live, its own goroutines) decodes every statement
+//     of every connection on the watched ports;
+//  2. wire statements (onWire, on the capture's goroutine): watch's own
+//     connections dropped, the outlier rule applied, queued for the join
+//     without ever blocking the capture;
+//  3. join (loop and the poller, through the Joiner's lock): the loop
+//     hands queued statements to the joiner, or straight on when the join
+//     sample (the CPU budget's policy, governor) leaves their connection
+//     out; the poller reads history_long on its schedule and, for each
+//     outlier, its thread's own history and current statement (targets);
+//  4. window and diagnosis (sink): every finished statement, joined or
+//     not, reaches sink.add exactly once: the profile, the window the
+//     diagnosis reads, the live view's tallies and the coverage;
+//  5. sinks: Options.OnStatement (events file, store) from sink.add, and
+//     the Result at the end.
+//
+// Fields are grouped by the stage that owns them; what crosses stages
+// goes through a channel (wire, slow) or a lock (serverM, the joiner's).
 type engine struct {
 	opts    Options
 	own     *ownAddrs
@@ -44,9 +64,11 @@ type engine struct {
 	ownHits   atomic.Int64
 	restore   func(context.Context)
 	plans     *plans.Catcher
-	sample    *connSample
-	procs     collect.ProcesslistReader // poller goroutine only (and connect, before it)
-	hosts     map[uint64]string         // the last processlist read: HOST by id (same goroutines)
+	// sample is the join sample: the connections whose fast statements
+	// are joined (the CPU budget's policy; all without a budget).
+	sample *connSample
+	procs  collect.ProcesslistReader // poller goroutine only (and connect, before it)
+	hosts  map[uint64]string         // the last processlist read: HOST by id (same goroutines)
 	// appPorts are the client ports of the application's connections on
 	// the wire (not watch's own) in that read: what the governor's
 	// estimates count, for every sample it weighs.
@@ -56,13 +78,32 @@ type engine struct {
 	pivotHost string
 	pivotKey  uint32
 	live      *capture.Live // nil without a capture
-	gov       *governor     // nil without a CPU budget (poller goroutine only)
-	sockets   *socketWatch  // nil unless the server runs on this host
+	// noWire: no capture this run (--no-capture, or it could not open; set
+	// by serverOnly).
+	noWire  bool
+	gov     *governor    // nil without a CPU budget (poller goroutine only)
+	sockets *socketWatch // nil unless the server runs on this host
+	path    *pathWatch   // nil when the server runs on this host
 	// sampleReadAt is when a sampled poll last re-read the processlist
 	// (poller goroutine only).
 	sampleReadAt time.Time
-	trim         historyTrim // poller goroutine only (and connect, before it)
-	duty         dutyState   // poller goroutine only
+	// rule is the outlier rule (capture goroutine only); slow carries each
+	// outlier's identity to the poller, which reads its thread (targets).
+	rule      *outlierRule
+	slow      chan target
+	slowDrops atomic.Int64
+	targets   *targets // poller goroutine only
+	// losses are the polls whose reads found the ring had turned over
+	// (for the notes of the statements it cost).
+	losses lossLog
+	// lastPollAt is when history_long was last read (poller goroutine).
+	lastPollAt int64
+	// newConns tells the poller the wire saw a connection open (its
+	// handshake): its thread is read while it lives (learnThreads).
+	// knownConns belongs to the capture goroutine.
+	newConns   chan struct{}
+	knownConns map[uint64]struct{}
+	learn      threadLearner // poller goroutine only
 	// link belongs to the poller goroutine; startedAt (the server's start,
 	// Unix seconds, to tell a restart from a lost connection) is guarded by
 	// serverM.
@@ -105,7 +146,9 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 // is joined, diagnosed and returned, not lost.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
-	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(capture.Sample{N: opts.Sample})}
+	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(capture.Sample{N: opts.Sample}),
+		rule: newOutlierRule(), slow: make(chan target, slowQueue), noWire: opts.NoCapture,
+		newConns: make(chan struct{}, 1), knownConns: map[uint64]struct{}{}}
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -123,13 +166,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	pollDone := e.startPoller(runCtx)
 	plansDone := e.startPlans(runCtx)
+	e.publishSnapshot() // sinks learn the server before its first statement
 	if opts.Ready != nil {
 		opts.Ready()
 	}
 	e.loop(runCtx)
 	capStats := e.finish(capDone, pollDone)
 	<-plansDone
-	return e.result(capStats, started, startCPU), nil
+	res := e.result(capStats, started, startCPU)
+	res.ServerOnly = e.noWire
+	e.publishFinal(res)
+	return res, nil
 }
 
 // connect opens the server connection and prepares the server side:
@@ -153,12 +200,15 @@ func (e *engine) connect(ctx context.Context) error {
 		table = ""
 	}
 	e.sink = newSink(e.opts.WindowSize, e.opts.OnStatement)
+	e.sink.out = newFanout(e.opts.Sinks)
 	e.wire = make(chan *event.Statement, e.opts.QueueLen)
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
-		ThreadPoolSize: e.poolSize()}, func(s *event.Statement) { e.sink.add(s) })
+		ThreadPoolSize: e.poolSize()}, e.joined)
+	e.targets = newTargets(e.caps.Consumers[collect.SourceHistory], e.caps.Consumers[collect.SourceCurrent])
 	if table != "" {
 		e.cursor = collect.NewJoinCursor(table)
+		e.cursor.ExceptBelow(outlierFloor)
 		if err := e.cursor.Prime(ctx, db); err != nil {
 			e.notes.add("reading %s failed (%v): wire only", table, err)
 			e.cursor = nil
@@ -197,14 +247,16 @@ func (e *engine) poolSize() int {
 }
 
 // neededConsumers are what watch reads: the long history, for statements
-// and the clock's marker statement, and current, without which the history
-// stays empty. The per-thread history is not needed: every consumer on
-// costs the server a copy of every statement.
-var neededConsumers = []string{"events_statements_current", "events_statements_history_long"}
+// and the clock's marker statement; current, without which no history is
+// recorded; and the per-thread history, where the statements that stand
+// out are read (the last 10 of each thread survive however fast the long
+// history turns over).
+var neededConsumers = []string{collect.SourceCurrent, collect.SourceHistoryLong, collect.SourceHistory}
 
 // prepareConsumers returns the statement history table to read, enabling
 // missing consumers when allowed (restored on exit), or "" (wire only) with
-// a note saying how to enable them.
+// a note saying how to enable them. Without the per-thread history alone,
+// it reads history_long and says what is lost.
 func (e *engine) prepareConsumers(ctx context.Context) string {
 	if !e.info.PerformanceSchema {
 		e.notes.add("performance_schema is OFF: wire only (no queue/exec split); enable with performance_schema=ON in my.cnf and restart")
@@ -217,7 +269,11 @@ func (e *engine) prepareConsumers(ctx context.Context) string {
 		}
 	}
 	if len(missing) == 0 {
-		return "events_statements_history_long"
+		return collect.SourceHistoryLong
+	}
+	if len(missing) == 1 && missing[0] == collect.SourceHistory && !e.opts.EnableConsumers {
+		e.notes.add("%s", NoteNoThreadHistory)
+		return collect.SourceHistoryLong
 	}
 	list := "'" + strings.Join(missing, "','") + "'"
 	enable := "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN (" + list + ")"
@@ -236,48 +292,21 @@ func (e *engine) prepareConsumers(ctx context.Context) string {
 		_, _ = e.db.ExecContext(ctx, collect.Mark+" UPDATE performance_schema.setup_consumers SET ENABLED='NO' WHERE NAME IN ("+list+")")
 	}
 	e.notes.add("enabled consumers %s for this run; restored on exit", strings.Join(missing, ", "))
-	return "events_statements_history_long"
+	return collect.SourceHistoryLong
 }
+
+// NoteNoThreadHistory says what watch cannot do without the per-thread
+// statement history (`check` says it too).
+const NoteNoThreadHistory = "performance_schema consumer events_statements_history off: a statement that stands out is joined only while " +
+	"history_long still holds it or its thread runs nothing after it (events_statements_current); on a busy server most slow statements of busy " +
+	"connections stay unjoined. Enable it with: UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME='events_statements_history' " +
+	"(or run watch with --enable-consumers)"
 
 func (e *engine) restoreSettings() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	e.trim.restore(ctx, e.db)
 	if e.restore != nil {
 		e.restore(ctx)
-	}
-}
-
-// trimHistory keeps the server's statement history to the connections the
-// sample follows (historyTrim), when watch may change the server's
-// performance_schema settings (--enable-consumers) and reads the history.
-// Watch's own connections keep theirs: the clock's marker is read there.
-func (e *engine) trimHistory(ctx context.Context) {
-	if !e.opts.EnableConsumers || e.cursor == nil {
-		return
-	}
-	out := map[uint64]bool{}
-	for _, id := range e.sample.skipped() {
-		if host, open := e.hosts[id]; open && !e.own.isOwn(host) {
-			out[id] = true
-		}
-	}
-	if e.duty.paused() { // a duty cycle's pause: none followed
-		for id, host := range e.hosts {
-			if _, wired := hostPort(host); wired && !e.own.isOwn(host) {
-				out[id] = true
-			}
-		}
-	}
-	open := func(id uint64) bool { _, ok := e.hosts[id]; return ok }
-	if err := e.trim.sync(ctx, e.db, out, open); err != nil {
-		if ctx.Err() == nil {
-			e.notes.add("could not keep the statement history to the followed connections (%v): every connection's statements fill the history ring, so fewer of the followed ones join", err)
-		}
-		return
-	}
-	if e.trim.active() {
-		e.notes.add("kept the statement history to the followed connections while sampling (performance_schema.threads.HISTORY off for the others; digests and summaries still count every statement); restored on exit")
 	}
 }
 
@@ -299,7 +328,6 @@ func (e *engine) mapExistingConns(ctx context.Context) {
 		}
 	}
 	e.sample.replace(e.hosts)
-	e.trimHistory(ctx)
 }
 
 // learnConns keeps what the sampling needs of a processlist read: HOST by
@@ -316,12 +344,12 @@ func (e *engine) learnConns(procs []collect.Process) {
 	}
 }
 
-// startCapture opens the live capture; without permission it degrades to
-// server-only and says so.
+// startCapture opens the live capture of every connection on the watched
+// ports; without permission it degrades to server-only and says so.
 func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error) {
 	done := make(chan capture.Stats, 1)
-	if e.opts.NoCapture {
-		e.notes.add("no capture (--no-capture): server-side times only, no queue or delivery")
+	if e.noWire {
+		e.serverOnly("no capture (--no-capture)")
 		done <- capture.Stats{}
 		return done, nil
 	}
@@ -336,24 +364,20 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
 	}
-	sample := capture.Sample{N: e.opts.Sample}
-	if !e.sample.on() && e.opts.CPUBudget > 0 {
-		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
-		sample = e.startingSample(ctx)
-	}
-	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals},
-		RingMB: e.opts.RingMB, Sample: sample})
+	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
+		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs()},
+		RingMB: e.opts.RingMB})
 	if err != nil {
-		e.gov = nil
 		e.sample.set(capture.All)
-		e.notes.add("no capture on %s (%v): server-side times only; run as root or grant CAP_NET_RAW", iface, err)
-		e.opts.NoCapture = true
+		e.serverOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
 		done <- capture.Stats{}
 		return done, nil
 	}
 	e.live = live
-	if e.gov == nil && e.sample.on() {
-		e.notes.add("sampling 1 in %d connections (--sample %d, chosen by a hash of the client port): counts and rates are the sample's, latencies and their parts are exact for every statement shown", e.opts.Sample, e.opts.Sample)
+	if e.sample.on() {
+		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
+	} else if e.opts.CPUBudget > 0 && e.cursor != nil {
+		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
 	}
 	go func() {
 		st, err := live.Run(ctx, e.onWire)
@@ -365,46 +389,24 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	return done, nil
 }
 
-// startingSample reads the server's statement rate (Queries over
-// rateProbe) and returns the sample a budgeted run starts with; the rate
-// also seeds the poller's.
-func (e *engine) startingSample(ctx context.Context) capture.Sample {
-	first, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
-	if err != nil {
-		return capture.All
-	}
-	at := time.Now()
-	select {
-	case <-ctx.Done():
-		return capture.All
-	case <-time.After(rateProbe):
-	}
-	second, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
-	if err != nil {
-		return capture.All
-	}
-	rate := statementRate(first, second, time.Since(at))
-	e.serverM.Lock()
-	e.queryRate, e.status, e.statusAt = rate, second, time.Now()
-	e.serverM.Unlock()
-	e.gov.key = e.pivotKey
-	every, shift := startSample(e.gov.budget, e.gov.cpus, e.followedRate)
-	n := e.budgetSample(every)
-	if n.On() || shift > 0 {
-		e.gov.start(time.Now(), n.N, shift, rate*perStatementCPU.Seconds()/float64(e.gov.cpus))
-		e.serverFollows(n)
-	}
-	return n
-}
-
-// rateProbe is how long startingSample measures the server's rate.
-const rateProbe = 300 * time.Millisecond
-
-// onWire runs on the capture's tracker goroutine: it must never block.
+// onWire is the wire statements stage, on the capture's tracker
+// goroutine: it must never block. An outlier's identity goes to the poller
+// at once, so that its thread is read while its row is still there.
 func (e *engine) onWire(s *event.Statement) {
 	if e.own.isOwn(s.Conn) {
 		e.ownHits.Add(1)
 		return
+	}
+	if s.ConnID != 0 {
+		e.noteConn(s.ConnID)
+	}
+	if e.rule.observe(s) {
+		s.Outlier = true
+		select {
+		case e.slow <- targetOf(s):
+		default:
+			e.slowDrops.Add(1)
+		}
 	}
 	select {
 	case e.wire <- s:
@@ -439,7 +441,7 @@ func (e *engine) loop(ctx context.Context) {
 	flush := time.NewTicker(joinEvery)
 	defer flush.Stop()
 	var draw <-chan time.Time // no live view: no wake-up for it
-	if e.opts.Live != nil {
+	if e.opts.Live != nil || len(e.opts.Sinks) > 0 {
 		live := time.NewTicker(e.opts.LiveEvery)
 		defer live.Stop()
 		draw = live.C
@@ -451,6 +453,7 @@ func (e *engine) loop(ctx context.Context) {
 			e.joiner.Flush(nowUS())
 		case <-draw:
 			e.drawLive()
+			e.publishSnapshot()
 		case <-ctx.Done():
 			return
 		}
@@ -464,12 +467,51 @@ func (e *engine) loop(ctx context.Context) {
 const joinEvery = 250 * time.Millisecond
 
 // takeWire hands the joiner the wire statements queued now (not those that
-// keep arriving meanwhile: a busy capture must not hold the loop).
+// keep arriving meanwhile: a busy capture must not hold the loop). Those
+// that cannot be joined go straight to the sink, with a note saying why:
+// no server rows are read, or the join sample leaves their connection out
+// (never an outlier's).
 func (e *engine) takeWire() {
 	now := nowUS()
 	for n := len(e.wire); n > 0; n-- {
-		e.joiner.AddWire(<-e.wire, now)
+		s := <-e.wire
+		if s.ConnID == 0 && (e.cursor == nil || !s.Outlier) {
+			s.ConnID = e.joiner.ConnOf(s.Conn) // the joiner fills it for what it takes
+		}
+		switch {
+		case e.cursor == nil:
+			s.Notes = append(s.Notes, NoteNoServer)
+			e.sink.add(s)
+		case !s.Outlier && !e.sample.joins(s.Conn):
+			s.Notes = append(s.Notes, NoteSampledOut)
+			e.sink.add(s)
+		default:
+			e.joiner.AddWire(s, now)
+		}
 	}
+}
+
+// Notes of statements never handed to the joiner.
+const (
+	NoteNoServer   = "not joined: performance_schema's statement history is not read this run (see the run's notes)"
+	NoteSampledOut = "not joined: left out of the join sample (CPU budget): counted and timed at the client, not decomposed"
+	NoteRingLost   = "not joined: ring lost (performance_schema's history_long turned over before watch read this statement's row)"
+)
+
+// joined is the joiner's output, on whichever goroutine fed it: a
+// statement given up without its row says why as precisely as watch can
+// tell (the ring's losses are known here, not in the joiner).
+func (e *engine) joined(s *event.Statement) {
+	if !s.Joined && len(s.Notes) > 0 {
+		last := &s.Notes[len(s.Notes)-1]
+		if (*last == join.NoteNoRow || *last == join.NoteExpired || *last == join.NoteRunEnd) && e.losses.covers(s.TRespLast) {
+			*last = NoteRingLost
+		}
+		if s.Outlier {
+			s.Notes = append(s.Notes, e.targets.missNote())
+		}
+	}
+	e.sink.add(s)
 }
 
 // finish stops the capture, drains what it queued, gives the server rows of
@@ -480,9 +522,11 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	e.takeWire()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	e.flushTargets(ctx)
 	time.Sleep(e.opts.PollInterval)
 	e.pollStatements(ctx)
 	_ = e.sockets.poll()
+	_ = e.path.poll()
 	e.joiner.FlushAll()
 	return st
 }
@@ -501,18 +545,24 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	server := e.server
 	server.QueueDrops = e.drops.Load()
 	server.OwnFiltered = e.ownHits.Load()
+	server.SlowDrops = e.slowDrops.Load()
+	server.TargetedMissed = e.targets.missedCount()
 	pool := e.pool
 	e.serverM.Unlock()
 	e.noteLosses(st, server)
+	if n := pathNote(st.Path, clock.ErrorUS); n != "" {
+		e.notes.add("%s", n)
+	}
 	res := &Result{Server: e.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
-		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own}
+		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own, KernelPath: e.path.summary()}
+	res.Coverage = e.coverage(res.Join, server)
 	e.sink.mu.Lock()
 	for _, n := range e.notes.all() {
 		e.sink.profile.AddNote(n)
 	}
 	res.Profile = e.sink.profile.Result()
 	e.sink.mu.Unlock()
-	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool))
+	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool), diagnose.WatchRules()...)
 	if e.plans != nil {
 		res.Findings = append(res.Findings, e.plans.Findings()...)
 	}
@@ -528,9 +578,7 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	}
 	if e.gov != nil {
 		o.Budget, o.Steps = e.gov.budget, e.gov.steps
-		if e.live != nil {
-			o.FollowedConns, o.AppConns = e.followedConns(e.live.Sample().Resumed())
-		}
+		o.JoinedConns, o.AppConns = e.followedConns(e.sample.get())
 	}
 	return o
 }
@@ -573,12 +621,16 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 // limits when the server runs on this host (sock_diag sees only local
 // sockets). It says so when the kernel cannot tell.
 func (e *engine) watchSockets() {
-	if !collect.IsLocalHost(hostOf(e.addr)) {
-		return
-	}
 	ports := e.opts.Ports
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
+	}
+	if !collect.IsLocalHost(hostOf(e.addr)) {
+		e.path = newPathWatch(ports) // the application's side: its sockets' round trips
+		if err := e.path.poll(); err != nil {
+			e.path = nil
+		}
+		return
 	}
 	e.sockets = newSocketWatch(ports)
 	if err := e.sockets.poll(); err != nil {

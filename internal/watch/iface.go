@@ -3,6 +3,7 @@ package watch
 import (
 	"fmt"
 	"net"
+	"net/netip"
 )
 
 // pickIface returns the interface whose traffic reaches host: "lo" for a
@@ -52,4 +53,24 @@ func ifaceWith(ip net.IP) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no interface holds %s (use --iface)", ip)
+}
+
+// localAddrs returns this host's addresses (in this network namespace), to
+// tell where the capture runs relative to each connection. None when they
+// cannot be read: the capture point is then unknown and no transit is
+// assumed.
+func localAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
 }

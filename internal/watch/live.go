@@ -3,6 +3,7 @@ package watch
 import (
 	"bufio"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
@@ -21,6 +22,7 @@ func (e *engine) drawLive() {
 	total, joined := e.sink.total, e.sink.joined
 	groups := e.sink.groupList()
 	conns := e.sink.topConns(5)
+	serverOnly := e.sink.serverOnly
 	e.sink.mu.Unlock()
 	e.refreshLiveFindings()
 	w := bufio.NewWriter(e.opts.Live)
@@ -28,29 +30,33 @@ func (e *engine) drawLive() {
 	fmt.Fprint(w, "\x1b[H\x1b[2J")
 	fmt.Fprintf(w, "gapscope watch  %s  statements %d  joined %d  dropped %d  pending %d%s\n\n",
 		time.Now().Format(time.TimeOnly), total, joined, e.drops.Load(), e.joiner.Pending(), e.followingNote())
-	writeWorst(w, worst)
+	if serverOnly {
+		writeWorstServer(w, worst)
+	} else {
+		writeWorst(w, worst)
+	}
 	writeGroups(w, groups)
 	writeConns(w, conns)
 	writeLiveFindings(w, e.liveFindings)
 }
 
 // followingNote tells the live view that only a sample of the connections
-// is followed, or none during a duty cycle's pause.
-func (e *engine) followingNote() string {
-	if e.live == nil {
-		return ""
-	}
-	return followingNoteOf(e.live.Sample())
-}
+// is joined.
+func (e *engine) followingNote() string { return followingNoteOf(e.sample.get()) }
 
 func followingNoteOf(s capture.Sample) string {
-	switch {
-	case s.Paused:
-		return "  capture paused (CPU budget: following " + describeSample(s.Resumed()) + " part of the time)"
-	case s.On():
-		return "  following " + describeSample(s)
+	if s.On() {
+		return "  joining " + describeSample(s) + " (every statement counted)"
 	}
 	return ""
+}
+
+// describeSample names the connections a join sample holds.
+func describeSample(s capture.Sample) string {
+	if s.N <= 1 {
+		return "every connection"
+	}
+	return "1 in " + strconv.Itoa(int(s.N)) + " connections"
 }
 
 // liveFindingsEvery is how often the live view re-runs the statement rules,
@@ -94,6 +100,15 @@ func writeWorst(w *bufio.Writer, worst []event.Statement) {
 	for _, s := range worst {
 		fmt.Fprintf(w, "%-10s %-9s %-9s %-9s %-9s %-9s  %-22s %s\n", dur(s.ClientUS), part(s, s.RequestUS), part(s, s.QueueUS),
 			part(s, s.ExecUS), part(s, s.SendStallUS), part(s, s.DeliveryUS), clip(s.Conn, 22), clip(s.SQL, 60))
+	}
+}
+
+// writeWorstServer lists the server's slowest statements when there is no
+// wire: the client's time and its parts are unknown, not zero.
+func writeWorstServer(w *bufio.Writer, worst []event.Statement) {
+	fmt.Fprintf(w, "%-10s %-10s  %-22s %s\n", "server", "client", "connection id", "statement (no wire: client time unknown)")
+	for _, s := range worst {
+		fmt.Fprintf(w, "%-10s %-10s  %-22d %s\n", dur(s.ServerUS), "?", s.ConnID, clip(s.SQL, 60))
 	}
 }
 

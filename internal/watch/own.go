@@ -2,37 +2,51 @@ package watch
 
 import (
 	"context"
+	"maps"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // ownAddrs remembers the local addresses of gapscope's own connections to
 // the server, so that their traffic on the wire (handshakes, pings, the
 // driver's own statements that carry no /* gapscope */ marker) is never
 // reported as the application's.
+//
+// The capture asks isOwn for every statement, and connections are dialled
+// rarely: the set is copied on write and read without a lock.
 type ownAddrs struct {
-	mu    sync.Mutex
-	addrs map[string]bool
+	mu    sync.Mutex // serialises writers
+	addrs atomic.Pointer[map[string]bool]
 }
 
-func newOwnAddrs() *ownAddrs { return &ownAddrs{addrs: map[string]bool{}} }
+func newOwnAddrs() *ownAddrs {
+	o := &ownAddrs{}
+	o.addrs.Store(&map[string]bool{})
+	return o
+}
 
 func (o *ownAddrs) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
 	if err == nil {
-		o.mu.Lock()
-		o.addrs[c.LocalAddr().String()] = true
-		o.mu.Unlock()
+		o.add(c.LocalAddr().String())
 	}
 	return c, err
+}
+
+// add remembers one of our connections' local address.
+func (o *ownAddrs) add(addr string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	next := maps.Clone(*o.addrs.Load())
+	next[addr] = true
+	o.addrs.Store(&next)
 }
 
 // isOwn reports whether a wire connection "client>server" is one of ours.
 func (o *ownAddrs) isOwn(conn string) bool {
 	client, _, _ := strings.Cut(conn, ">")
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.addrs[client]
+	return (*o.addrs.Load())[client]
 }

@@ -2,15 +2,18 @@ package watch
 
 import (
 	"context"
+	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 )
 
-// startPoller reads the server on its own schedule until ctx ends. It never
-// touches the capture; a slow or lost server only delays joins.
+// startPoller reads the server on its own schedule until ctx ends, and
+// the thread of every outlier the wire reports as soon as it does. It
+// never touches the capture; a slow or lost server only delays joins.
 func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
@@ -19,29 +22,109 @@ func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 		every := e.opts.PollInterval
 		t := time.NewTimer(every)
 		defer t.Stop()
-		lastSlow, lastPoll := time.Now(), time.Now()
+		lastSlow := time.Now()
 		for {
+			var retry <-chan time.Time
+			if wait, ok := e.nextWake(time.Now()); ok {
+				retry = time.After(wait)
+			}
 			select {
 			case <-ctx.Done():
 				return
+			case tg := <-e.slow:
+				e.targets.add(tg, time.Now())
+				e.takeTargets()
+			case <-e.newConns:
+				e.learn.pending = true
+			case <-retry:
+			case <-e.link.answered:
+				e.link.retryNow()
+				e.pollHistory(ctx, &every, &lastSlow)
+				t.Reset(every)
 			case <-t.C:
+				e.pollHistory(ctx, &every, &lastSlow)
+				t.Reset(every)
 			}
-			jumped := false
-			if !e.duty.quiet() {
-				rows, lost := e.pollStatements(ctx)
-				every = e.nextInterval(every, rows, lost)
-				jumped = e.loadJumped(rows, time.Since(lastPoll)) && time.Since(lastSlow) >= minSlowEvery
-				lastPoll = time.Now()
-			}
-			if jumped || time.Since(lastSlow) >= slowPollEvery {
-				e.pollSlow(ctx)
-				lastSlow = time.Now()
-			}
-			e.stepDuty(ctx, time.Now())
-			t.Reset(e.pollDelay(every))
+			e.readTargets(ctx)
+			e.learnThreads(ctx)
+			e.scanRunning(ctx)
 		}
 	}()
 	return done
+}
+
+// pollHistory reads history_long (and, every slowPollEvery, the slow
+// reads), adapting every to what the read found.
+func (e *engine) pollHistory(ctx context.Context, every *time.Duration, lastSlow *time.Time) {
+	rows, lost := e.pollStatements(ctx)
+	*every = e.nextInterval(*every, rows, lost)
+	if time.Since(*lastSlow) >= slowPollEvery {
+		e.pollSlow(ctx)
+		*lastSlow = time.Now()
+	}
+}
+
+// nextWake is how long the poller may sleep before a target or a thread
+// read is due (false: nothing is).
+func (e *engine) nextWake(now time.Time) (time.Duration, bool) {
+	wait, ok := e.targets.wait(now)
+	if e.cursor != nil && e.targets.current && !e.targets.failed {
+		w := max(e.targets.scannedAt.Add(runningEvery).Sub(now), 0)
+		if !ok || w < wait {
+			wait, ok = w, true
+		}
+	}
+	if e.learn.pending {
+		w := max(e.learn.at.Add(learnEvery).Sub(now), 0)
+		if !ok || w < wait {
+			wait, ok = w, true
+		}
+	}
+	return wait, ok
+}
+
+// threadLearner paces the reads of which thread serves which connection.
+type threadLearner struct {
+	pending bool
+	at      time.Time
+}
+
+// learnEvery bounds how often new connections make the poller read the
+// threads (a storm of short connections costs one read per interval).
+const learnEvery = 20 * time.Millisecond
+
+// learnThreads reads the threads of the connections the wire saw open,
+// at most every learnEvery.
+func (e *engine) learnThreads(ctx context.Context) {
+	if !e.learn.pending || e.cursor == nil || time.Since(e.learn.at) < learnEvery {
+		return
+	}
+	e.learn.pending, e.learn.at = false, time.Now()
+	_ = e.cursor.LearnThreads(ctx, e.db) // a failure: the next history read looks them up itself
+}
+
+// noteConn tells the poller about a connection the wire has not seen
+// before (capture goroutine; never blocks).
+func (e *engine) noteConn(id uint64) {
+	if _, ok := e.knownConns[id]; ok {
+		return
+	}
+	if len(e.knownConns) >= 100_000 {
+		clear(e.knownConns) // a cache: at worst a thread is read again
+	}
+	e.knownConns[id] = struct{}{}
+	select {
+	case e.newConns <- struct{}{}:
+	default: // one pending signal covers every connection
+	}
+}
+
+// takeTargets moves the outliers queued meanwhile into the targets.
+func (e *engine) takeTargets() {
+	now := time.Now()
+	for n := len(e.slow); n > 0; n-- {
+		e.targets.add(<-e.slow, now)
+	}
 }
 
 // rateStatus are the status variables watch reads every slowPollEvery:
@@ -50,28 +133,8 @@ func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 var rateStatus = []string{"Queries", "Questions", "Uptime"}
 
 // slowPollEvery is how often thread-pool groups, status and the processlist
-// mapping are read; minSlowEvery, how often at most when a load jumps
-// (loadJumped).
-const (
-	slowPollEvery = time.Second
-	minSlowEvery  = 250 * time.Millisecond
-)
-
-// loadJumped reports whether a history read of rows, elapsed after the
-// one before, shows a load that the budget's sample was not sized for:
-// more than twice the statements per second the server's last known rate
-// says it follows. Then the rate is read again at once and the governor
-// weighs it (feedForward), so that it cuts in a quarter second rather
-// than a second or two: a sysbench started after watch was followed in
-// full until then, 38k statements/s overflowing the ring. (A read sees at
-// most the ring's rows, so the rows cannot tell the cost themselves.)
-func (e *engine) loadJumped(rows int, elapsed time.Duration) bool {
-	if e.gov == nil || elapsed <= 0 {
-		return false
-	}
-	seen := float64(rows) / elapsed.Seconds()
-	return seen > 2*e.followedRate(e.sample.get().Resumed().N)+minFollowed
-}
+// mapping are read.
+const slowPollEvery = time.Second
 
 // nextInterval adapts polling to the statement rate: performance_schema's
 // history_long is a ring (1,000 rows by default on MariaDB), so a busy
@@ -84,11 +147,9 @@ func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Du
 	if ring <= 0 {
 		ring = 1000
 	}
-	if e.sample.on() && !e.trim.active() {
+	if e.sample.on() {
 		// A sampled poll returns only the sample's rows, but every
 		// connection's statements fill the ring: judge by the server's rate.
-		// With the history trimmed to the sample, the rows read are what
-		// fills it.
 		e.serverM.Lock()
 		rate := e.queryRate
 		e.serverM.Unlock()
@@ -117,11 +178,13 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 		return 0, 0
 	}
 	if e.link.down && !e.resume(ctx) {
-		e.link.failed(time.Now(), e.opts.PollInterval)
+		e.linkFailed(ctx)
 		return 0, 0
 	}
 	clock, _ := e.clock.Clock()
 	e.cursor.ExceptConns(e.sample.skipped()) // nil when following all: none left out
+	from := e.lastPollAt
+	e.lastPollAt = nowUS()
 	got, lost, err := e.cursor.Poll(ctx, e.db, clock)
 	e.serverM.Lock()
 	e.server.Polls++
@@ -132,10 +195,13 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 		e.server.RingLost += lost
 	}
 	e.serverM.Unlock()
+	if lost > 0 && from > 0 {
+		e.losses.add(from-lossSlackUS, e.lastPollAt)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
-			e.notes.add("lost the server at %s (%v): statements in the gap stay unjoined; retrying with backoff", time.Now().Format(time.TimeOnly), err)
-			e.link.failed(time.Now(), e.opts.PollInterval)
+			e.notes.add("lost the server at %s (%v): statements in the gap stay unjoined; retrying with backoff, and as soon as its port answers", time.Now().Format(time.TimeOnly), err)
+			e.linkFailed(ctx)
 		}
 		return 0, 0
 	}
@@ -143,7 +209,13 @@ func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
 	if e.sample.on() {
 		got = e.keepSampled(ctx, got)
 	}
-	if e.opts.NoCapture {
+	sampledOut := read - len(got)
+	got, dups := e.targets.dropFed(got)
+	e.serverM.Lock()
+	e.server.SampledOutRows += int64(sampledOut)
+	e.server.DuplicateRows += int64(dups)
+	e.serverM.Unlock()
+	if e.noWire {
 		e.addServerOnly(got) // nothing to join with: buffering them would only cost
 	} else {
 		e.joiner.AddServer(got, nowUS())
@@ -157,6 +229,11 @@ type serverLink struct {
 	since   time.Time
 	backoff time.Duration
 	retryAt time.Time
+	// answered gets a value when the server's port accepts a connection
+	// again (probePort), to retry then rather than at the back-off's end.
+	answered chan struct{}
+	// stopProbe ends the probe of the last failure.
+	stopProbe context.CancelFunc
 }
 
 // maxBackoff caps the wait between reconnection attempts.
@@ -173,10 +250,74 @@ func (l *serverLink) failed(now time.Time, first time.Duration) {
 	l.retryAt = now.Add(l.backoff)
 }
 
+// retryNow makes the next poll try the server at once.
+func (l *serverLink) retryNow() { l.retryAt = time.Time{} }
+
+// up ends the outage: the probe stops, the back-off starts over.
+func (l *serverLink) up() {
+	if l.stopProbe != nil {
+		l.stopProbe()
+	}
+	*l = serverLink{answered: l.answered}
+}
+
+// linkFailed backs off after a failed poll or reconnection and watches the
+// server's port meanwhile: a restarted server answers on it first, and
+// waiting out a back-off of seconds from then would leave its statements
+// unread for as long.
+func (e *engine) linkFailed(ctx context.Context) {
+	e.link.failed(time.Now(), e.opts.PollInterval)
+	if e.link.answered == nil {
+		e.link.answered = make(chan struct{}, 1)
+	}
+	if e.link.stopProbe != nil {
+		e.link.stopProbe()
+	}
+	pctx, stop := context.WithCancel(ctx)
+	e.link.stopProbe = stop
+	go probePort(pctx, e.addr, e.link.answered)
+}
+
+// portProbeEvery is how often probePort dials the server's port while it
+// is down.
+const portProbeEvery = 200 * time.Millisecond
+
+// probePort dials addr (host:port, or a socket path) every portProbeEvery
+// until it accepts a connection, then sends on answered, or until ctx ends.
+func probePort(ctx context.Context, addr string, answered chan<- struct{}) {
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	d := net.Dialer{Timeout: portProbeEvery}
+	t := time.NewTicker(portProbeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			continue
+		}
+		conn.Close()
+		select {
+		case answered <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+		return
+	}
+}
+
 // resume reconnects after a loss. A server that restarted has a new timer
 // origin, new thread ids and its startup consumer settings: the clock, the
 // consumers and the cursor all start over. The restart shows in the clock
-// itself (the origin moves by the downtime) or in Uptime.
+// itself (the origin moves by the downtime) or in Uptime. Its statement
+// history was emptied by the restart, so all it holds is new: the cursor
+// reads it from its start, and the wire statements run since the restart
+// wait for those rows.
 func (e *engine) resume(ctx context.Context) bool {
 	if err := e.db.PingContext(ctx); err != nil {
 		return false
@@ -184,13 +325,14 @@ func (e *engine) resume(ctx context.Context) bool {
 	prev, _ := e.clock.Clock()
 	c, calErr := collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true})
 	moved := calErr == nil && absInt64(c.OriginUS-prev.OriginUS) > restartJumpUS
-	restarted := e.serverRestarted(ctx) || moved || calErr != nil
+	started, known := e.serverRestarted(ctx)
+	restarted := started || moved || !known || calErr != nil
 	if restarted {
-		if !e.restartCursor(ctx) {
+		// Only a restart seen for sure has a history of new rows only; when
+		// it cannot be told, reading the whole ring again could repeat rows.
+		if !e.restartCursor(ctx, started || moved) {
 			return false
 		}
-		e.joiner.Reset() // connection and thread ids start over
-		e.trim.forget()
 	}
 	if calErr != nil { // history was off until the consumers came back
 		if c, calErr = collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true}); calErr != nil {
@@ -198,15 +340,24 @@ func (e *engine) resume(ctx context.Context) bool {
 		}
 	}
 	e.clock.Set(c)
+	if restarted {
+		// The timer's origin is the server's start: what the wire saw since
+		// then belongs to the new server (connection and thread ids start over).
+		e.joiner.ResetSince(c.OriginUS, nowUS())
+		e.targets.forget() // thread ids start over too
+	}
 	e.serverM.Lock()
 	e.server.Reconnects++
 	e.serverM.Unlock()
 	what := "reconnected"
 	if restarted {
 		what = "the server had restarted: re-calibrated the clock and restarted the statement cursor"
+		if started || moved {
+			what += " from the start of its history, emptied by the restart"
+		}
 	}
 	e.notes.add("server back at %s after %s (%s)", time.Now().Format(time.TimeOnly), time.Since(e.link.since).Round(time.Millisecond), what)
-	e.link = serverLink{}
+	e.link.up()
 	return true
 }
 
@@ -214,8 +365,10 @@ func (e *engine) resume(ctx context.Context) bool {
 // (calibration error is tens of µs).
 const restartJumpUS = 100_000
 
-// restartCursor re-reads what the server offers and starts a new cursor.
-func (e *engine) restartCursor(ctx context.Context) bool {
+// restartCursor re-reads what the server offers and starts a new cursor:
+// from the history's start when fromStart (a restart emptied it, so every
+// row is new), else from now on.
+func (e *engine) restartCursor(ctx context.Context, fromStart bool) bool {
 	caps, err := collect.GatherCapabilities(ctx, e.db)
 	if err != nil {
 		return false
@@ -226,8 +379,11 @@ func (e *engine) restartCursor(ctx context.Context) bool {
 		return false
 	}
 	c := collect.NewJoinCursor(table)
-	if err := c.Prime(ctx, e.db); err != nil {
-		return false
+	c.ExceptBelow(outlierFloor)
+	if !fromStart {
+		if err := c.Prime(ctx, e.db); err != nil {
+			return false
+		}
 	}
 	e.cursor = c
 	return true
@@ -241,17 +397,19 @@ func absInt64(v int64) int64 {
 }
 
 // serverRestarted compares when the server says it started (now − Uptime,
-// good to a second) with the last start seen.
-func (e *engine) serverRestarted(ctx context.Context) bool {
+// good to a second) with the last start seen; known is false when it
+// cannot tell.
+func (e *engine) serverRestarted(ctx context.Context) (restarted, known bool) {
 	start, ok := e.serverStart(ctx)
 	if !ok {
-		return true // cannot tell: start over, which is always safe
+		return false, false
 	}
 	e.serverM.Lock()
 	defer e.serverM.Unlock()
-	restarted := e.startedAt == 0 || start-e.startedAt > restartSlackS
+	known = e.startedAt != 0
+	restarted = known && start-e.startedAt > restartSlackS
 	e.startedAt = start
-	return restarted
+	return restarted, known
 }
 
 // restartSlackS absorbs Uptime's one-second resolution.
@@ -303,19 +461,19 @@ func (e *engine) pollSlow(ctx context.Context) {
 	}
 	e.serverM.Unlock()
 	e.mapExistingConns(ctx) // the connections the governor's estimates count
-	e.govern(ctx)
+	e.govern()
 	_ = e.sockets.poll() // a failed read keeps the earlier ones
+	_ = e.path.poll()
 }
 
-// govern lets the CPU budget change the connections followed: the kernel
-// filter first (the capture), then the server side's sample, into which
-// the connections the processlist listed are sorted again.
-func (e *engine) govern(ctx context.Context) {
-	if e.gov == nil || e.live == nil {
+// govern lets the CPU budget change the join sample: the connections
+// whose fast statements are joined (the wire side in takeWire, the server
+// side's reads here). The capture always takes every connection.
+func (e *engine) govern() {
+	if e.gov == nil {
 		return
 	}
-	live := e.live.Sample()
-	cur := live.Resumed()
+	cur := e.sample.get()
 	e.gov.key = e.pivotKey
 	now := time.Now()
 	next := e.budgetSample(e.gov.observe(now, ownCPU(), cur.N, e.followedRate))
@@ -325,22 +483,13 @@ func (e *engine) govern(ctx context.Context) {
 	if next.N == cur.N { // the pivot connection went: the same share, other connections
 		e.gov.rekey(now, next.N)
 	}
-	server := next
-	if live.Paused { // a duty cycle's pause goes on; the next resume follows next
-		next.Paused = true
-		server.Paused = e.duty.serverPaused
-	}
-	if !e.setCapture(next) {
-		return
-	}
-	e.serverFollows(server)
-	e.trimHistory(ctx) // the history follows the new sample
+	e.serverFollows(next)
 }
 
-// budgetSample is the sample a budgeted run follows at 1 in n: keyed by
-// the pivot connection, so that however few connections there are and
-// whatever their ports hash to, a cut never leaves none followed (with
-// eight connections, a sample keyed 0 followed none at 1 in 4 one time in
+// budgetSample is the join sample a budgeted run keeps at 1 in n: keyed
+// by the pivot connection, so that however few connections there are and
+// whatever their ports hash to, a cut never leaves none joined (with
+// eight connections, a sample keyed 0 held none at 1 in 4 one time in
 // ten, and the governor then had to stay at 1 in 2).
 func (e *engine) budgetSample(n uint16) capture.Sample {
 	if n <= 1 {
@@ -422,14 +571,20 @@ func statementRate(prev, cur map[string]string, elapsed time.Duration) float64 {
 // Rows of connections opened since the last processlist read make it read
 // the processlist again (at most every sampleRefresh) to classify them.
 func (e *engine) keepSampled(ctx context.Context, got []collect.ServerStatement) []collect.ServerStatement {
-	got, unknown := e.sample.keep(got)
+	got, unknown := e.sample.keep(got, slowRowPS)
 	if unknown && time.Since(e.sampleReadAt) >= sampleRefresh {
 		e.sampleReadAt = time.Now()
 		e.mapExistingConns(ctx)
-		got, _ = e.sample.keep(got)
+		got, _ = e.sample.keep(got, slowRowPS)
 	}
 	return got
 }
+
+// slowRowPS: history_long rows this long on the server are read and kept
+// whatever the join sample (their statements are outliers, joined on every
+// connection): what the per-thread history of a busy connection has
+// overwritten by the time watch reads it, the long ring may still hold.
+var slowRowPS = uint64(outlierFloor.Nanoseconds()) * 1000
 
 // sampleRefresh bounds how often new connections trigger a processlist read.
 const sampleRefresh = 200 * time.Millisecond

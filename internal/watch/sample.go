@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,10 +12,10 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 )
 
-// connSample follows the connections of a sampled run: the capture keeps
-// those whose client port the capture.Sample follows (in the kernel
-// filter), and the poller asks the server to leave out the statements of
-// the others. Which connection is which comes from the processlist (HOST
+// connSample is the join sample: the connections whose fast statements
+// are joined, those whose client port the capture.Sample follows. The loop
+// hands the others' statements on unjoined (joins), and the poller asks
+// the server to leave out their rows. Every connection is captured. Which connection is which comes from the processlist (HOST
 // ip:port), re-read every second; a connection opened since is not known
 // to be out, so its statements are read until then, and dropped here if
 // it turns out unsampled.
@@ -138,11 +139,13 @@ func (c *connSample) skipped() []uint64 {
 }
 
 // keep drops, in place, the rows of connections known to be out (rows the
-// server sent before the processlist named their connection), and reports
-// whether rows of connections it does not know yet remain: a processlist
-// read then tells which they are, before the joiner buffers rows that no
-// wire statement will ever claim.
-func (c *connSample) keep(rows []collect.ServerStatement) ([]collect.ServerStatement, bool) {
+// server sent before the processlist named their connection), but for
+// those of at least slowPS on the server (the rows of slow statements,
+// which are joined on every connection), and reports whether rows of
+// connections it does not know yet remain: a processlist read then tells
+// which they are, before the joiner buffers rows that no wire statement
+// will ever claim.
+func (c *connSample) keep(rows []collect.ServerStatement, slowPS uint64) ([]collect.ServerStatement, bool) {
 	if !c.on() {
 		return rows, false
 	}
@@ -151,7 +154,26 @@ func (c *connSample) keep(rows []collect.ServerStatement) ([]collect.ServerState
 	unknown := false
 	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool {
 		unknown = unknown || (r.ConnID != 0 && !c.in[r.ConnID] && !c.out[r.ConnID])
-		return c.out[r.ConnID]
+		return c.out[r.ConnID] && (slowPS == 0 || r.TimerWait < slowPS)
 	})
 	return rows, unknown
+}
+
+// joins reports whether the sample joins the fast statements of the wire
+// connection conn ("client>server").
+func (c *connSample) joins(conn string) bool {
+	s := c.get()
+	if !s.On() {
+		return true
+	}
+	client, _, _ := strings.Cut(conn, ">")
+	port, ok := hostPort(client)
+	return ok && s.Follows(port)
+}
+
+// serverFollows makes the join sample s: the rows the server side reads
+// and keeps, sorted by the last processlist read (e.hosts).
+func (e *engine) serverFollows(s capture.Sample) {
+	e.sample.set(s)
+	e.sample.replace(e.hosts)
 }

@@ -13,7 +13,7 @@ import (
 func TestConnSampleFollowsTheProcesslist(t *testing.T) {
 	var off *connSample
 	rows := []collect.ServerStatement{{ConnID: 1}, {ConnID: 2}}
-	if kept, _ := off.keep(rows); off.on() || newConnSample(capture.All).on() || off.skipped() != nil || len(kept) != 2 {
+	if kept, _ := off.keep(rows, 0); off.on() || newConnSample(capture.All).on() || off.skipped() != nil || len(kept) != 2 {
 		t.Fatal("sampling on without --sample > 1")
 	}
 	c := newConnSample(capture.Sample{N: 4})
@@ -39,17 +39,22 @@ func TestConnSampleFollowsTheProcesslist(t *testing.T) {
 	for id := uint64(1); id <= 100; id++ { // 65-100: opened since the read
 		batch = append(batch, collect.ServerStatement{ConnID: id})
 	}
-	kept, unknown := c.keep(batch)
-	for _, r := range kept {
-		if slices.Contains(out, r.ConnID) {
+	batch = append(batch, collect.ServerStatement{ConnID: out[0], TimerWait: 20_000_000_000}) // a slow one: kept
+	kept, unknown := c.keep(batch, 10_000_000_000)
+	for i, r := range kept {
+		if slices.Contains(out, r.ConnID) && i != len(kept)-1 {
 			t.Errorf("row of skipped connection %d kept", r.ConnID)
 		}
 	}
+	if last := kept[len(kept)-1]; last.ConnID != out[0] || last.TimerWait == 0 {
+		t.Errorf("the slow row of a skipped connection was dropped")
+	}
+	kept = kept[:len(kept)-1]
 	if len(kept) != 100-len(out) || !unknown {
 		t.Errorf("kept %d rows (unknown connections: %v), want %d and true: new connections are kept until classified",
 			len(kept), unknown, 100-len(out))
 	}
-	if _, unknown := c.keep([]collect.ServerStatement{{ConnID: 1}, {ConnID: 2}}); unknown {
+	if _, unknown := c.keep([]collect.ServerStatement{{ConnID: 1}, {ConnID: 2}}, 0); unknown {
 		t.Error("connections of the processlist read reported unknown")
 	}
 	now := time.Now()
@@ -85,7 +90,7 @@ func TestStatementRate(t *testing.T) {
 // idle one, and it stays while the processlist lists it.
 func TestChoosePivot(t *testing.T) {
 	e := &engine{own: newOwnAddrs()}
-	e.own.addrs["127.0.0.1:40010"] = true
+	e.own.add("127.0.0.1:40010")
 	procs := []collect.Process{
 		{ID: 1, Host: "localhost", Command: "Query"},
 		{ID: 2, Host: "127.0.0.1:40010", Command: "Query"}, // watch's own
@@ -116,7 +121,7 @@ func TestChoosePivot(t *testing.T) {
 // it follows never drops to nothing while the pivot is listed.
 func TestBudgetSampleFollowsThePivot(t *testing.T) {
 	e := &engine{own: newOwnAddrs(), queryRate: 8000}
-	e.own.addrs["127.0.0.1:40000"] = true
+	e.own.add("127.0.0.1:40000")
 	procs := []collect.Process{{ID: 99, Host: "127.0.0.1:40000", Command: "Query"}} // watch's own: not counted
 	for id := uint64(1); id <= 8; id++ {
 		procs = append(procs, collect.Process{ID: id, Host: "127.0.0.1:" + strconv.Itoa(int(41000+2*id)), Command: "Execute"})

@@ -10,7 +10,7 @@ import (
 )
 
 // GroupSummary is the time of one thread-pool group's statements: the view
-// that shows "slow connections are always slow" (seed 004).
+// that shows "slow connections are always slow" (the thread-pool case).
 type GroupSummary struct {
 	Group      int   `json:"group"`
 	Statements int64 `json:"statements"`
@@ -19,8 +19,11 @@ type GroupSummary struct {
 	MaxQueueUS int64 `json:"max_queue_us"`
 }
 
-// sink receives statements after the join; the joiner calls it from
-// whichever goroutine fed it, so everything is under one lock.
+// sink is where every finished statement arrives, joined or not, exactly
+// once (add): the profile, the diagnosis window, the live view's tallies,
+// the coverage, and Options.OnStatement, through which the exporters
+// receive them. The joiner calls it from whichever goroutine fed it, so
+// everything is under one lock.
 type sink struct {
 	mu      sync.Mutex
 	profile *report.Profile
@@ -28,9 +31,14 @@ type sink struct {
 	groups  map[int]*GroupSummary
 	worst   []event.Statement // slowest recent statements for the live view
 	onStmt  func(*event.Statement)
+	out     *fanout // the run's Sinks (nil: none)
 	total   int64
 	joined  int64
 	conns   map[string]*ConnSummary
+	cov     coverageTally
+	// serverOnly: no wire, so the slowest statements are the server's
+	// slowest (client time is unknown).
+	serverOnly bool
 }
 
 // ConnSummary is one connection's time, for the live view's per-connection
@@ -61,6 +69,7 @@ func (k *sink) add(s *event.Statement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.total++
+	k.cov.add(s)
 	if s.Joined {
 		k.joined++
 	}
@@ -68,10 +77,11 @@ func (k *sink) add(s *event.Statement) {
 	k.window.add(s)
 	k.addGroup(s)
 	k.addConn(s)
-	k.addWorst(*s)
+	k.addWorst(s)
 	if k.onStmt != nil {
 		k.onStmt(s)
 	}
+	k.out.statement(s)
 }
 
 func (k *sink) addGroup(s *event.Statement) {
@@ -127,15 +137,26 @@ func (k *sink) recent(n int) []event.Statement {
 // worstKeep is how many slow statements the live view remembers.
 const worstKeep = 10
 
-func (k *sink) addWorst(s event.Statement) {
-	if len(k.worst) == worstKeep && s.ClientUS <= k.worst[len(k.worst)-1].ClientUS {
+// addWorst copies s only when it ranks among the slowest: most statements
+// do not, and a copy of every one would cost more than the ranking.
+func (k *sink) addWorst(s *event.Statement) {
+	if len(k.worst) == worstKeep && k.slowness(s) <= k.slowness(&k.worst[len(k.worst)-1]) {
 		return
 	}
-	k.worst = append(k.worst, s)
-	slices.SortFunc(k.worst, func(a, b event.Statement) int { return cmp.Compare(b.ClientUS, a.ClientUS) })
+	k.worst = append(k.worst, *s)
+	slices.SortFunc(k.worst, func(a, b event.Statement) int { return cmp.Compare(k.slowness(&b), k.slowness(&a)) })
 	if len(k.worst) > worstKeep {
 		k.worst = k.worst[:worstKeep]
 	}
+}
+
+// slowness is what ranks the slowest statements: the client's time, or
+// the server's without the wire.
+func (k *sink) slowness(s *event.Statement) int64 {
+	if k.serverOnly {
+		return s.ServerUS
+	}
+	return s.ClientUS
 }
 
 // snapshot returns the window in arrival order and the group summaries.

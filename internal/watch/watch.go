@@ -1,11 +1,11 @@
 // Package watch runs gapscope's main job live: it captures the wire,
 // polls performance_schema on its own schedule, joins the two per statement
-// and decomposes each statement's time (DESIGN §2). The capture never waits
+// and decomposes each statement's time (docs/events.md). The capture never waits
 // for the server side: the two meet only in the joiner, through a bounded
 // queue whose overflow is counted, never blocking.
 //
 // It sits above capture, collect, join and diagnose and below cmd and lab
-// (an orchestrator, like lab; DESIGN §3 had the wiring in cmd, but labs run
+// (an orchestrator, like lab; the wiring could live in cmd, but labs run
 // the same engine in-process, so it lives here).
 package watch
 
@@ -26,13 +26,34 @@ import (
 )
 
 // DefaultCPUBudget is the CPU budget of `gapscope watch` without
-// --cpu-budget: 0.5% of the host's CPUs. The budget bounds watch's own
-// process, but on a saturated host what it costs the server is about three
-// times that (the kernel's packet tap runs in the senders' context, the
-// server copies the followed statements into its history and answers the
-// reads): at 1% sysbench lost 2.9% and 3.1% of its transactions in two
-// runs of scripts/bench-watch-ab.sh, at 0.5% 2.0% and -0.4% (README).
+// --cpu-budget: 0.5% of the host's CPUs, on average (a burst may spend
+// ten seconds' worth at once). It decides how many fast statements are
+// joined; every statement is captured whatever it says. What watch costs
+// the server on a saturated host is measured by scripts/bench-watch-ab.sh.
 const DefaultCPUBudget = 0.005
+
+// DefaultOptions are `gapscope watch`'s defaults, the one place the CLI's
+// flags and a zero Options (withDefaults) take them from. A zero
+// Options.CPUBudget means no budget; the CLI's default is DefaultCPUBudget.
+func DefaultOptions() Options {
+	return Options{
+		Sample:          1,
+		CPUBudget:       DefaultCPUBudget,
+		RingMB:          32,
+		PollInterval:    time.Second,
+		MinPollInterval: 250 * time.Millisecond,
+		MaxWait:         5 * time.Second,
+		LiveEvery:       time.Second,
+		PlansThreshold:  time.Second,
+		WindowSize:      50_000,
+		QueueLen:        65_536,
+	}
+}
+
+// ReadyLine is what `gapscope watch` prints on stderr once the capture and
+// the poller run (Options.Ready): labs that start watch as a process, in
+// another network namespace, wait for it.
+const ReadyLine = "watch: capture and polling running"
 
 // Options configure a watch run. Zero values pick sane defaults.
 type Options struct {
@@ -45,14 +66,17 @@ type Options struct {
 	Ports []uint16
 	// RingMB is the kernel capture ring's size (0: capture's default).
 	RingMB int
-	// Sample > 1 follows only 1 in Sample connections (client port
-	// hash chosen by capture.Sample): capture, server reads and joins all shrink with
-	// it. 0 or 1: every connection.
+	// Sample > 1 joins the fast statements of only 1 in Sample connections
+	// (client port hash, capture.Sample): the server reads and the joins
+	// shrink with it. Every connection is still captured and counted, and
+	// the statements that stand out are joined on all of them. 0 or 1:
+	// every connection joined.
 	Sample uint16
 	// CPUBudget bounds watch's own CPU (user + system, all threads) as a
-	// fraction of the host's CPUs, e.g. 0.01: past it watch follows fewer
-	// connections (1 in 2, 4, 8 ... by client port, as Sample), and more
-	// again when well under it. 0: no bound. A fixed Sample > 1 turns it off.
+	// fraction of the host's CPUs on average, e.g. 0.01: past it watch
+	// joins the fast statements of fewer connections (1 in 2, 4, 8 ... by
+	// client port, as Sample), and more again when well under it. It never
+	// decides what is captured. 0: no bound. A fixed Sample > 1 turns it off.
 	CPUBudget float64
 	// Duration stops the run after this long; 0 runs until ctx ends.
 	Duration time.Duration
@@ -68,17 +92,25 @@ type Options struct {
 	MaxWait time.Duration
 	// KeepLiterals keeps SQL literals in the output (redacted by default).
 	KeepLiterals bool
+	// CapturePoint says where the capture runs relative to the server:
+	// capture.PointServer, PointClient, PointBetween, or "" / PointAuto to
+	// decide per connection from this host's addresses. Off the server's
+	// host the measured transit to the server moves out of queue and exec
+	// into request and delivery.
+	CapturePoint string
 	// NoCapture runs without the wire (server-side only), as when the user
 	// has no capture permission.
 	NoCapture bool
-	// EnableConsumers lets watch change performance_schema settings for
-	// its run: it turns on the consumers it needs when they are off and,
-	// while sampling, turns off the statement history of the connections
-	// it does not follow (historyTrim); both restored on exit.
+	// EnableConsumers lets watch turn on the performance_schema consumers
+	// it needs when they are off (statements current, history and
+	// history_long), restored on exit.
 	EnableConsumers bool
 	// OnStatement receives every statement after the join (joined or not).
 	// It runs on the joiner's goroutine and must be quick.
 	OnStatement func(*event.Statement)
+	// Sinks get every statement after the join, as OnStatement, and a
+	// Snapshot of the live view every LiveEvery and at the end.
+	Sinks []Sink
 	// Live, when set, gets a refreshed terminal view every LiveEvery.
 	Live      io.Writer
 	LiveEvery time.Duration
@@ -96,24 +128,25 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	d := DefaultOptions()
 	if o.PollInterval <= 0 {
-		o.PollInterval = time.Second
+		o.PollInterval = d.PollInterval
 	}
 	if o.MinPollInterval <= 0 {
-		o.MinPollInterval = 250 * time.Millisecond
+		o.MinPollInterval = d.MinPollInterval
 	}
 	o.MinPollInterval = min(o.MinPollInterval, o.PollInterval)
 	if o.MaxWait <= 0 {
-		o.MaxWait = 5 * time.Second
+		o.MaxWait = d.MaxWait
 	}
 	if o.LiveEvery <= 0 {
-		o.LiveEvery = time.Second
+		o.LiveEvery = d.LiveEvery
 	}
 	if o.WindowSize <= 0 {
-		o.WindowSize = 50_000
+		o.WindowSize = d.WindowSize
 	}
 	if o.QueueLen <= 0 {
-		o.QueueLen = 65_536
+		o.QueueLen = d.QueueLen
 	}
 	return o
 }
@@ -128,10 +161,18 @@ type Result struct {
 	ServerSide ServerSideStats       `json:"server_side"`
 	Clock      collect.Clock         `json:"clock"`
 	Groups     []GroupSummary        `json:"pool_groups,omitempty"`
-	Notes      []string              `json:"notes"`
-	ElapsedUS  int64                 `json:"elapsed_us"`
+	// KernelPath is the kernel's round trip of this host's connections to
+	// a server elsewhere (nil on the server's host).
+	KernelPath *KernelPath `json:"kernel_path,omitempty"`
+	Notes      []string    `json:"notes"`
+	ElapsedUS  int64       `json:"elapsed_us"`
+	// ServerOnly: no wire (--no-capture, or no capture rights): the
+	// profile is the server's time and what the wire adds is unknown.
+	ServerOnly bool `json:"server_only"`
 	// Own is what watch itself cost this host (and what its CPU budget did).
 	Own OwnCost `json:"own"`
+	// Coverage is what was seen and joined, and why the rest was not.
+	Coverage Coverage `json:"coverage"`
 	// Window holds the most recent statements (bounded by WindowSize), the
 	// input of the diagnosis; labs assert on it.
 	Window []event.Statement `json:"-"`
@@ -146,6 +187,18 @@ type ServerSideStats struct {
 	Reconnects  int64 `json:"reconnects"`
 	QueueDrops  int64 `json:"queue_drops"`
 	OwnFiltered int64 `json:"own_filtered"`
+	// SampledOutRows: history_long rows of connections the join sample
+	// leaves out (read before the processlist classified them);
+	// DuplicateRows: history_long rows a targeted read had already fed.
+	SampledOutRows int64 `json:"sampled_out_rows"`
+	DuplicateRows  int64 `json:"duplicate_rows"`
+	// Targeted reads of outliers' threads (per-thread history, current):
+	// the reads, the rows they fed to the join, the outliers whose row
+	// they never found, and outliers the queue to them dropped.
+	TargetedReads  int64 `json:"targeted_reads"`
+	TargetedRows   int64 `json:"targeted_rows"`
+	TargetedMissed int64 `json:"targeted_missed"`
+	SlowDrops      int64 `json:"slow_drops"`
 }
 
 // portOf extracts the port of a host:port address (3306 when absent).

@@ -6,9 +6,11 @@ import "github.com/gapscope/gapscope/internal/event"
 // fixed chunks and never copies what it holds: a slice grown by append to
 // 50k statements moved every statement about twice while watch started
 // (runtime.memmove under growslice was 11-14% of watch's CPU in a profile
-// of the first 20 s under sysbench).
+// of the first 20 s under sysbench). It holds the statements themselves,
+// not copies: they are finished when they reach the sink, and nothing
+// after it writes them, so a copy of each one would only cost its bytes.
 type stmtRing struct {
-	chunks [][]event.Statement
+	chunks [][]*event.Statement
 	size   int
 	added  int64
 }
@@ -22,9 +24,9 @@ func (r *stmtRing) add(s *event.Statement) {
 	i := int(r.added % int64(r.size))
 	c := i / ringChunk
 	if c == len(r.chunks) { // slots fill in order before they wrap
-		r.chunks = append(r.chunks, make([]event.Statement, min(ringChunk, r.size-c*ringChunk)))
+		r.chunks = append(r.chunks, make([]*event.Statement, min(ringChunk, r.size-c*ringChunk)))
 	}
-	r.chunks[c][i%ringChunk] = *s
+	r.chunks[c][i%ringChunk] = s
 	r.added++
 }
 
@@ -38,7 +40,7 @@ func (r *stmtRing) at(j int) *event.Statement {
 		first = int(r.added % int64(r.size))
 	}
 	i := (first + j) % r.size
-	return &r.chunks[i/ringChunk][i%ringChunk]
+	return r.chunks[i/ringChunk][i%ringChunk]
 }
 
 // last returns copies of the newest n statements, oldest first.

@@ -31,7 +31,7 @@ type CanaryResult struct {
 
 var schemaName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
-// Canary runs seed 002's canary: in a scratch schema, TRUNCATE a small
+// Canary runs the canary of the concurrency-cap case (docs/field-reports.md): in a scratch schema, TRUNCATE a small
 // InnoDB table and INSERT Inserts rows one by one (autocommit), Repeat
 // times; it returns each repetition's time and their max, average and
 // median. The schema is created first and dropped at the end, also when

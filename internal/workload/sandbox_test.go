@@ -13,7 +13,7 @@ import (
 )
 
 // Two sandboxes serve the package: a default one (performance_schema on,
-// to read statement times back) and a thread-pool one (seed 004's
+// to read statement times back) and a thread-pool one (the thread-pool case's
 // settings). Each starts on first use and stops in TestMain.
 type sharedServer struct {
 	once sync.Once
@@ -209,7 +209,7 @@ func serverTime(t *testing.T, db *sql.DB, query string) time.Duration {
 	return time.Duration(ps / 1000)
 }
 
-// TestSlowReader checks seed 000's effect, causally: a result larger than
+// TestSlowReader checks the slow-client case's effect, causally: a result larger than
 // the socket buffers keeps the server inside the statement while the
 // client sleeps; a small one does not.
 func TestSlowReader(t *testing.T) {
@@ -239,7 +239,7 @@ func TestSlowReader(t *testing.T) {
 	t.Logf("big: server %v client %+v; small: server %v", serverTime(t, db, big.Query), big, serverTime(t, db, small.Query))
 }
 
-// TestThreadPoolHog checks seed 004's effect by ordering, not timing: with
+// TestThreadPoolHog checks the thread-pool case's effect by ordering, not timing: with
 // the hog's group saturated, a victim in that group is answered only after
 // a hog query ended; a victim in the other group is answered while a hog
 // query runs, with no hog query ending in between.

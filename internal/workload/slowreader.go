@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -35,7 +36,7 @@ type SlowReaderResult struct {
 }
 
 // SlowReader runs a SELECT returning Rows rows and sleeps Delay before it
-// reads them (seed 000): the server fills the socket buffers, then blocks
+// reads them (the slow-client case of docs/field-reports.md): the server fills the socket buffers, then blocks
 // on a closed receive window, and its statement time grows by the sleep.
 // go-sql-driver reads rows lazily, so sleeping before the first rows.Next
 // leaves everything past the first packets in the kernel and the server.
@@ -63,16 +64,26 @@ func SlowReader(ctx context.Context, dsn string, opts SlowReaderOptions) (SlowRe
 	if res.ConnID, err = connID(ctx, c); err != nil {
 		return res, err
 	}
-	// Recursive CTEs are capped at 1000 iterations by default: MariaDB's
-	// max_recursive_iterations (measured on 10.11: 1001 rows), MySQL 8's
-	// cte_max_recursion_depth. Each server rejects the other's variable.
-	limit := strconv.Itoa(opts.Rows + 1)
-	_, errMaria := c.ExecContext(ctx, "SET SESSION max_recursive_iterations = "+limit)
-	_, errMySQL := c.ExecContext(ctx, "SET SESSION cte_max_recursion_depth = "+limit)
-	if errMaria != nil && errMySQL != nil {
-		return res, fmt.Errorf("workload: raising the recursive CTE limit: %w", errMaria)
+	var version string
+	if err := c.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return res, fmt.Errorf("workload: reading the server's version: %w", err)
+	}
+	if _, err := c.ExecContext(ctx, recursionLimitStatement(version, opts.Rows+1)); err != nil {
+		return res, fmt.Errorf("workload: raising the recursive CTE limit: %w", err)
 	}
 	return res, readSlowly(ctx, c, opts.Delay, &res)
+}
+
+// recursionLimitStatement raises the cap on recursive CTE iterations (1000
+// by default) to limit with the variable the server has: MariaDB's
+// max_recursive_iterations (measured on 10.11: 1001 rows), MySQL 8's
+// cte_max_recursion_depth. Trying both would send the wire an error that
+// watch counts as the application's.
+func recursionLimitStatement(version string, limit int) string {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return "SET SESSION max_recursive_iterations = " + strconv.Itoa(limit)
+	}
+	return "SET SESSION cte_max_recursion_depth = " + strconv.Itoa(limit)
 }
 
 // slowQuery generates n rows of a sequence number and a w-byte string.

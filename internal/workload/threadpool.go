@@ -128,7 +128,7 @@ type HogResult struct {
 // ThreadPoolHog starts N connections in one thread-pool group, each running
 // SELECT BENCHMARK(n, MD5('x')) in a loop: with thread_pool_oversubscribe
 // small and stall_limit large, requests of other connections of that group
-// wait in the pool's queue (seed 004). Stop ends it.
+// wait in the pool's queue (the thread-pool case of docs/field-reports.md). Stop ends it.
 func ThreadPoolHog(ctx context.Context, dsn string, opts HogOptions) (*Hog, error) {
 	if opts.Conns <= 0 {
 		opts.Conns = 2

@@ -1,7 +1,7 @@
 // Package workload holds the built-in workloads gapscope's labs and
 // benchmarks run against a server: a thread-pool hog and its victim, a slow
-// result reader, the seed-002 canary, a mysqlslap-like concurrent mix and a
-// sysbench oltp_read_write equivalent (or the real sysbench). Each is a
+// result reader, the canary of the concurrency-cap case, a mysqlslap-like
+// concurrent mix and a sysbench oltp_read_write equivalent (or the real sysbench). Each is a
 // function taking a context, a go-sql-driver DSN and an options struct and
 // returning what it measured; all stop promptly when the context ends.
 package workload

@@ -102,3 +102,19 @@ func TestBadOptions(t *testing.T) {
 		t.Error("unbounded OLTP run accepted")
 	}
 }
+
+// The slow reader raises the recursive CTE limit with the one variable the
+// server has: the other one fails with error 1193, which watch counts and
+// the lab reported as an ERRORS finding of the scenario.
+func TestRecursionLimitStatement(t *testing.T) {
+	for version, want := range map[string]string{
+		"10.11.19-MariaDB-0+deb12u1": "SET SESSION max_recursive_iterations = 1001",
+		"11.4.2-MariaDB":             "SET SESSION max_recursive_iterations = 1001",
+		"8.0.36":                     "SET SESSION cte_max_recursion_depth = 1001",
+		"8.4.0-commercial":           "SET SESSION cte_max_recursion_depth = 1001",
+	} {
+		if got := recursionLimitStatement(version, 1001); got != want {
+			t.Errorf("%s: %q, want %q", version, got, want)
+		}
+	}
+}

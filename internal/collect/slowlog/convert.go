@@ -14,6 +14,10 @@ type ConvertOptions struct {
 	KeepLiterals bool
 	// CacheSize bounds the normalizer's cache (sqltext default when zero).
 	CacheSize int
+	// LazyText leaves Statement.SQL, DigestText and Digest empty, for a
+	// caller that groups by another key and needs the text of few
+	// statements: it fills them with its own Converter's Text.
+	LazyText bool
 }
 
 // maxInterned bounds the user/database/command strings kept for reuse.
@@ -24,6 +28,7 @@ const maxInterned = 10_000
 type Converter struct {
 	norm   *sqltext.Normalizer
 	keep   bool
+	lazy   bool
 	intern map[string]string
 }
 
@@ -32,6 +37,7 @@ func NewConverter(opts ConvertOptions) *Converter {
 	return &Converter{
 		norm:   sqltext.NewNormalizer(opts.CacheSize),
 		keep:   opts.KeepLiterals,
+		lazy:   opts.LazyText,
 		intern: make(map[string]string),
 	}
 }
@@ -60,10 +66,8 @@ func (c *Converter) Statement(ev *Event, dst *event.Statement) bool {
 	if ev.Admin {
 		dst.Cmd = c.adminCmd(ev.AdminCommand)
 	}
-	dst.DigestText, dst.Digest = c.norm.Normalize(ev.Query)
-	dst.SQL = dst.DigestText
-	if c.keep || ev.Admin {
-		dst.SQL = string(ev.Query)
+	if !c.lazy {
+		c.Text(ev, dst)
 	}
 	if ev.Errno != 0 {
 		dst.Error = &event.Error{Code: uint16(ev.Errno)}
@@ -72,6 +76,17 @@ func (c *Converter) Statement(ev *Event, dst *event.Statement) bool {
 		dst.Notes = append([]string(nil), ev.Notes...)
 	}
 	return true
+}
+
+// Text fills dst's digest text and digest and its SQL: the digest text,
+// or the statement as written with KeepLiterals and for administrator
+// commands.
+func (c *Converter) Text(ev *Event, dst *event.Statement) {
+	dst.DigestText, dst.Digest = c.norm.Normalize(ev.Query)
+	dst.SQL = dst.DigestText
+	if c.keep || ev.Admin {
+		dst.SQL = string(ev.Query)
+	}
 }
 
 // str returns b as a string, shared between events with the same value.

@@ -34,17 +34,24 @@ type Event struct {
 	SetTimestamp int64
 
 	// Query plan fields (MariaDB log_slow_verbosity=query_plan, Percona).
-	TmpTables, TmpDiskTables  int64
-	FullScan, FullJoin        bool
-	TmpTable, TmpTableOnDisk  bool
-	Filesort, FilesortOnDisk  bool
-	MergePasses               int64
-	QCHit                     bool
-	InnoDBIOReadOps           int64
-	InnoDBIOReadWaitUS        int64
-	InnoDBRecLockWaitUS       int64
-	InnoDBQueueWaitUS         int64
-	InnoDBPagesDistinct       int64
+	TmpTables, TmpDiskTables int64
+	FullScan, FullJoin       bool
+	TmpTable, TmpTableOnDisk bool
+	Filesort, FilesortOnDisk bool
+	MergePasses              int64
+	QCHit                    bool
+	InnoDBIOReadOps          int64
+	InnoDBIOReadWaitUS       int64
+	InnoDBRecLockWaitUS      int64
+	InnoDBQueueWaitUS        int64
+	InnoDBPagesDistinct      int64
+	// MariaDB log_slow_verbosity=innodb: pages and engine time.
+	PagesAccessed, PagesRead  int64
+	PagesUpdated, OldRowsRead int64
+	PagesReadTimeUS           int64
+	EngineTimeUS              int64
+	// HasPlan: the event carried query-plan or storage-engine fields.
+	HasPlan                   bool
 	RateLimit                 int64 // Percona Log_slow_rate_limit: 1 in N logged
 	ExplainLines              int
 	HasQueryTime, HasLockTime bool

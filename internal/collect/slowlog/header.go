@@ -164,6 +164,20 @@ func (p *Parser) setField(e *Event, key, val []byte) {
 // log_slow_verbosity, Percona log_slow_verbosity=full).
 func (p *Parser) setPlanField(e *Event, key, val []byte) {
 	switch string(key) {
+	case "QC_hit", "QC_Hit":
+		// MariaDB writes it on every event, plan or not: not a plan field.
+		e.QCHit = yes(val)
+	case "Log_slow_rate_limit":
+		e.RateLimit = p.int(val)
+	default:
+		if p.setEngineField(e, key, val) || p.setQueryPlanField(e, key, val) {
+			e.HasPlan = true
+		}
+	}
+}
+
+func (p *Parser) setQueryPlanField(e *Event, key, val []byte) bool {
+	switch string(key) {
 	case "Tmp_tables":
 		e.TmpTables = p.int(val)
 	case "Tmp_disk_tables":
@@ -182,8 +196,6 @@ func (p *Parser) setPlanField(e *Event, key, val []byte) {
 		e.FilesortOnDisk = yes(val)
 	case "Merge_passes":
 		e.MergePasses = p.int(val)
-	case "QC_hit", "QC_Hit":
-		e.QCHit = yes(val)
 	case "InnoDB_IO_r_ops":
 		e.InnoDBIOReadOps = p.int(val)
 	case "InnoDB_IO_r_wait":
@@ -194,9 +206,32 @@ func (p *Parser) setPlanField(e *Event, key, val []byte) {
 		e.InnoDBQueueWaitUS = p.seconds(val)
 	case "InnoDB_pages_distinct":
 		e.InnoDBPagesDistinct = p.int(val)
-	case "Log_slow_rate_limit":
-		e.RateLimit = p.int(val)
+	default:
+		return false
 	}
+	return true
+}
+
+// setEngineField stores MariaDB's log_slow_verbosity=innodb fields; the
+// times are milliseconds ("Pages_read_time: 0.0010  Engine_time: 0.0327").
+func (p *Parser) setEngineField(e *Event, key, val []byte) bool {
+	switch string(key) {
+	case "Pages_accessed":
+		e.PagesAccessed = p.int(val)
+	case "Pages_read":
+		e.PagesRead = p.int(val)
+	case "Pages_updated":
+		e.PagesUpdated = p.int(val)
+	case "Old_rows_read":
+		e.OldRowsRead = p.int(val)
+	case "Pages_read_time":
+		e.PagesReadTimeUS = p.seconds(val) / 1000
+	case "Engine_time":
+		e.EngineTimeUS = p.seconds(val) / 1000
+	default:
+		return false
+	}
+	return true
 }
 
 func yes(b []byte) bool { return len(b) > 0 && (b[0] == 'Y' || b[0] == 'y') }

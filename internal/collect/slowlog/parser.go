@@ -114,16 +114,18 @@ func (p *Parser) NextInto(e *Event) error {
 	}
 }
 
+// end finishes the last event at the end of the input (io.EOF or
+// ErrInterrupted, returned on the next call), or returns a read error.
 func (p *Parser) end(err error) error {
-	if err != io.EOF {
+	if !endOfInput(err) {
 		p.err = fmt.Errorf("reading slow log after line %d: %w", p.lr.lineNo, err)
 		return p.err
 	}
 	if p.finish() {
 		return nil
 	}
-	p.err = io.EOF
-	return io.EOF
+	p.err = err
+	return err
 }
 
 // stage orders an event's parts: a line of a stage at or before the

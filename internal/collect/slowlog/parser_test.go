@@ -388,3 +388,72 @@ func TestCancelWhileInputBlocks(t *testing.T) {
 		t.Fatal("read did not return after cancel while its input was blocked")
 	}
 }
+
+// MariaDB's log_slow_verbosity=innodb lines (times in milliseconds) and
+// query_plan lines mark an event as carrying plan fields; QC_hit alone,
+// which MariaDB writes on every event, does not.
+func TestEngineAndPlanFields(t *testing.T) {
+	text := mariaHeader + "# Query_time: 0.123273  Lock_time: 0.002915  Rows_sent: 0  Rows_examined: 0\n" +
+		"# Rows_affected: 1000  Bytes_sent: 55\n" +
+		"# Full_scan: Yes  Full_join: No  Tmp_table: Yes  Tmp_table_on_disk: No\n" +
+		"# Pages_accessed: 3008  Pages_read: 2  Pages_prefetched: 0  Pages_updated: 2981  Old_rows_read: 7\n" +
+		"# Pages_read_time: 1.5000  Engine_time: 32.7000\n" +
+		"SET timestamp=1795307006;\nINSERT INTO t VALUES (1);\n" +
+		mariaHeader + "# Query_time: 0.000010  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0\n" +
+		"SET timestamp=1795307006;\nSELECT 1;\n"
+	p := NewParser(strings.NewReader(text), Options{})
+	e, err := p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.HasPlan || !e.FullScan || !e.TmpTable || e.PagesAccessed != 3008 || e.PagesRead != 2 || e.PagesUpdated != 2981 ||
+		e.OldRowsRead != 7 || e.PagesReadTimeUS != 1500 || e.EngineTimeUS != 32_700 || e.RowsAffected != 1000 {
+		t.Errorf("first event: %+v", e)
+	}
+	e, err = p.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.HasPlan || e.QCHit {
+		t.Errorf("QC_hit: No alone marked plan fields: %+v", e)
+	}
+	if st := p.Stats(); st.BadValues != 0 {
+		t.Errorf("%d bad values", st.BadValues)
+	}
+}
+
+// With LazyText a statement has no text until Text fills it, and then the
+// same as without.
+func TestConverterLazyText(t *testing.T) {
+	n := 0
+	for _, c := range []struct {
+		log  string
+		keep bool
+	}{{"mysql-5.7.log", false}, {"mysql-5.7.log", true}, {"percona-5.7.log", false}, {"mariadb-10.11-sysbench.log", false}, {"mysql-8.0-slow-extra.log", true}} {
+		p := NewParser(bytes.NewReader(fixtureBytes(t, c.log)), Options{})
+		keep := c.keep
+		eager := NewConverter(ConvertOptions{KeepLiterals: keep})
+		lazy := NewConverter(ConvertOptions{KeepLiterals: keep, LazyText: true})
+		for {
+			e, err := p.Next()
+			if err != nil {
+				break
+			}
+			var want, got event.Statement
+			if !eager.Statement(e, &want) || !lazy.Statement(e, &got) {
+				continue
+			}
+			if got.SQL != "" || got.DigestText != "" || got.Digest != "" {
+				t.Fatalf("lazy statement has a text: %+v", got)
+			}
+			lazy.Text(e, &got)
+			if got.SQL != want.SQL || got.DigestText != want.DigestText || got.Digest != want.Digest || got.ServerUS != want.ServerUS {
+				t.Errorf("keep %v: lazy %+v, eager %+v", keep, got, want)
+			}
+			n++
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d statements compared", n)
+	}
+}

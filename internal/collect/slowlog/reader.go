@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 )
 
 const (
@@ -53,7 +54,7 @@ func (r *lineReader) next() (line []byte, cut bool, err error) {
 	if len(b) == 0 {
 		return nil, false, err
 	}
-	if err != nil && err != io.EOF {
+	if err != nil && !endOfInput(err) {
 		return nil, false, err
 	}
 	r.offset += int64(len(b))
@@ -83,7 +84,7 @@ func (r *lineReader) nextLong(first []byte) ([]byte, bool, error) {
 			continue
 		}
 		r.lineNo++
-		if err != nil && err != io.EOF {
+		if err != nil && !endOfInput(err) {
 			return nil, cut, err
 		}
 		return trimEOL(r.long), cut, nil
@@ -129,6 +130,14 @@ func Decompress(r io.Reader) (io.Reader, error) {
 	return zr, nil
 }
 
+// ErrInterrupted ends the input of a Source after Interrupt: what was read
+// before it is parsed and counted as at the end of the file.
+var ErrInterrupted = errors.New("reading interrupted")
+
+// endOfInput reports whether err ends the input with what was read so far
+// still valid: the end of the file, or an interruption.
+func endOfInput(err error) bool { return err == io.EOF || errors.Is(err, ErrInterrupted) }
+
 // Source is an opened slow log: Reader yields the (decompressed) text,
 // Size is the file's size on disk (0 for stdin and pipes) and Consumed how
 // many of those bytes were read so far, for progress.
@@ -137,6 +146,43 @@ type Source struct {
 	Size   int64
 	file   *os.File
 	count  *countingReader
+	head   *headRecorder
+}
+
+// HeadBytes is how much of the (decompressed) text a Source keeps for its
+// caller to tell what the input was when it held no event: standard input
+// cannot be read a second time to look.
+const HeadBytes = 8 << 10
+
+// headRecorder keeps the first HeadBytes read through it.
+type headRecorder struct {
+	r    io.Reader
+	head []byte
+}
+
+func (h *headRecorder) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if room := HeadBytes - len(h.head); room > 0 && n > 0 {
+		h.head = append(h.head, p[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// Head is the start of the text read so far, at most HeadBytes.
+func (s *Source) Head() []byte {
+	if s.head == nil {
+		return nil
+	}
+	return s.head.head
+}
+
+// Interrupt makes the source's reads end with ErrInterrupted, a read
+// blocked on a pipe or FIFO included (when the file supports deadlines).
+func (s *Source) Interrupt() {
+	s.count.interrupted.Store(true)
+	if s.file != nil {
+		s.file.SetReadDeadline(time.Now())
+	}
 }
 
 // Consumed returns the bytes read from the underlying file so far; safe to
@@ -166,12 +212,13 @@ func Open(path string) (*Source, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	return &Source{Reader: r, Size: size, file: f, count: cr}, nil
+	head := &headRecorder{r: r}
+	return &Source{Reader: head, Size: size, file: f, count: cr, head: head}, nil
 }
 
 func openFile(path string) (*os.File, int64, error) {
 	if path == "-" {
-		return os.Stdin, 0, nil
+		return interruptibleStdin(), 0, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -193,13 +240,41 @@ func openFile(path string) (*os.File, int64, error) {
 	return f, size, nil
 }
 
+// interruptibleStdin is standard input opened so that a read blocked on it
+// can be interrupted: a pipe from a shell is blocking and Go cannot set a
+// deadline on it, but the same pipe opened again through /dev/stdin can.
+func interruptibleStdin() *os.File {
+	if os.Stdin.SetReadDeadline(time.Time{}) == nil {
+		return os.Stdin
+	}
+	if st, err := os.Stdin.Stat(); err != nil || st.Mode()&(os.ModeNamedPipe|os.ModeCharDevice) == 0 {
+		return os.Stdin // a file or a socket: reopening would not continue where it is
+	}
+	f, err := os.Open("/dev/stdin")
+	if err != nil {
+		return os.Stdin
+	}
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return os.Stdin
+	}
+	return f
+}
+
 type countingReader struct {
-	r io.Reader
-	n atomic.Int64
+	r           io.Reader
+	n           atomic.Int64
+	interrupted atomic.Bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	if c.interrupted.Load() {
+		return 0, ErrInterrupted
+	}
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
+	if errors.Is(err, os.ErrDeadlineExceeded) && c.interrupted.Load() {
+		err = ErrInterrupted
+	}
 	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
 )
@@ -22,6 +23,9 @@ type FileStats struct {
 	Stats
 	// Own counts gapscope's own statements, left out.
 	Own int64 `json:"own"`
+	// Head is the start of the file's text (up to HeadBytes), to say what
+	// an input without a single event holds.
+	Head []byte `json:"-"`
 }
 
 // Add sums counts, for several files.
@@ -55,6 +59,7 @@ func ReadFile(ctx context.Context, path string, opts ReadOptions, emit EmitFunc)
 	}
 	defer src.Close()
 	st, err := read(ctx, src, opts, emit)
+	st.Head = src.Head()
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%s: %w", path, err)
 	}
@@ -87,13 +92,17 @@ func read(ctx context.Context, src *Source, opts ReadOptions, emit EmitFunc) (Fi
 	go parseBatches(p, free, full, stop)
 	c := consumer{conv: NewConverter(opts.Convert), emit: emit}
 	err := c.run(ctx, src, opts.Progress, full, free)
-	close(stop)
-	if ctx.Err() == nil {
-		for range full { // let the parser finish; a cancelled one may be blocked reading stdin
+	if ctx.Err() != nil {
+		// Before stop: a parser told to stop while it waits for a free
+		// batch would drop what it read but had not parsed yet.
+		c.drain(src, full, free)
+		close(stop)
+	} else {
+		close(stop)
+		for range full { // let the parser finish
 		}
 	}
-	// The parser may have read ahead of what was delivered when stopped
-	// early; Events counts what the caller got (own statements included).
+	// Events counts what the caller got (own statements included).
 	c.stats.Events = c.n
 	return FileStats{Stats: c.stats, Own: c.own}, err
 }
@@ -153,6 +162,31 @@ func (c *consumer) run(ctx context.Context, src *Source, progress func(done, tot
 			return b.err
 		}
 		free <- b
+	}
+}
+
+// drainGrace bounds the wait for the parser after an interruption, for an
+// input whose blocked read cannot be interrupted.
+const drainGrace = time.Second
+
+// drain, after a cancel, interrupts the input and takes every event the
+// parser has read (its partly filled batch included), so that a stopped
+// run counts all it read, not the last full batch.
+func (c *consumer) drain(src *Source, full <-chan *batch, free chan<- *batch) {
+	src.Interrupt()
+	grace := time.NewTimer(drainGrace)
+	defer grace.Stop()
+	for {
+		select {
+		case b, ok := <-full:
+			if !ok {
+				return
+			}
+			c.batch(b)
+			free <- b // never blocks: free holds every batch there is
+		case <-grace.C:
+			return
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ CREATE TABLE runs (
     notes    TEXT    NOT NULL DEFAULT ''
 );
 
--- statements: one row per event of DESIGN §2, same names.
+-- statements: one row per statement event (docs/events.md), same names.
 CREATE TABLE statements (
     id             INTEGER PRIMARY KEY,
     run_id         INTEGER NOT NULL,

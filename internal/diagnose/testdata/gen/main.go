@@ -19,17 +19,18 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/sandbox"
 )
 
 // fixture is the file format the diagnose tests read.
 type fixture struct {
-	Flavor      string            `json:"flavor"`
-	Version     string            `json:"version"`
-	Source      string            `json:"source"`
-	Vars        map[string]string `json:"vars"`
-	Consumers   map[string]bool   `json:"consumers,omitempty"`
-	Instruments map[string][2]int `json:"instruments,omitempty"`
+	Flavor      string                         `json:"flavor"`
+	Version     string                         `json:"version"`
+	Source      string                         `json:"source"`
+	Vars        map[string]string              `json:"vars"`
+	Consumers   map[string]bool                `json:"consumers,omitempty"`
+	Instruments map[string]collect.Instruments `json:"instruments,omitempty"`
 }
 
 func main() {
@@ -113,19 +114,8 @@ func readPS(ctx context.Context, db *sql.DB, f *fixture) error {
 	for k, v := range cons {
 		f.Consumers[k] = v == "YES"
 	}
-	rows, err := db.QueryContext(ctx, "SELECT SUBSTRING_INDEX(NAME, '/', 1), SUM(ENABLED = 'YES'), COUNT(*) FROM performance_schema.setup_instruments GROUP BY 1")
-	if err != nil {
-		return fmt.Errorf("reading setup_instruments: %w", err)
+	if f.Instruments = collect.InstrumentClasses(ctx, db); len(f.Instruments) == 0 {
+		return fmt.Errorf("reading setup_instruments: no rows")
 	}
-	defer rows.Close()
-	f.Instruments = map[string][2]int{}
-	for rows.Next() {
-		var class string
-		var on, total int
-		if err := rows.Scan(&class, &on, &total); err != nil {
-			return err
-		}
-		f.Instruments[class] = [2]int{on, total}
-	}
-	return rows.Err()
+	return nil
 }

@@ -1,0 +1,72 @@
+package collect
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// A thread's own history and current statement are read by connection,
+// each row saying where it came from; and a cursor that leaves a
+// connection out still returns its slow rows (ExceptBelow), not its fast
+// ones.
+func TestThreadStatementsAndExceptBelowSandbox(t *testing.T) {
+	db := monitor(t)
+	ctx := context.Background()
+	conn, id := app(t)
+	cur := NewJoinCursor(SourceHistoryLong)
+	if err := cur.Prime(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cur.ExceptConns([]uint64{id})
+	cur.ExceptBelow(10 * time.Millisecond)
+	execAll(t, conn, "SELECT 'fast one'", "SELECT SLEEP(0.05)")
+	waitSQLInHistory(t, id, "SELECT SLEEP(0.05)")
+	clock, err := Calibrate(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cursor learns the connection's thread from its first read.
+	if _, _, err := cur.Poll(ctx, db, clock); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, conn, "SELECT 'fast two'", "SELECT SLEEP(0.03)")
+	waitSQLInHistory(t, id, "SELECT SLEEP(0.03)")
+	rows, _, err := cur.Poll(ctx, db, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slow, fast int
+	for _, r := range ofConn(rows, id) {
+		if r.SQLText == "SELECT SLEEP(0.03)" {
+			slow++
+		} else {
+			fast++
+		}
+	}
+	if slow != 1 || fast != 0 {
+		t.Errorf("a left-out connection's rows: %d slow, %d fast; want its slow one only", slow, fast)
+	}
+
+	threads, err := ThreadsOf(ctx, db, []uint64{id})
+	if err != nil || len(threads) != 1 {
+		t.Fatalf("threads of connection %d: %v, %v", id, threads, err)
+	}
+	var ts ThreadStatements
+	got, err := ts.Read(ctx, db, threads, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]int{}
+	found := false
+	for _, r := range got {
+		if r.ConnID != id || r.StartUS == 0 {
+			t.Errorf("row %+v: connection %d, start %d", r.SQLText, r.ConnID, r.StartUS)
+		}
+		sources[r.Source]++
+		found = found || (r.SQLText == "SELECT SLEEP(0.03)" && r.TimerWait >= 30_000_000_000)
+	}
+	if !found || sources[SourceHistory] == 0 {
+		t.Errorf("the thread's rows by source %v; its last slow statement found: %v", sources, found)
+	}
+}

@@ -1,0 +1,330 @@
+// Package export hands what watch measures to the engines people already
+// run: Prometheus (a /metrics handler) and OpenTelemetry (OTLP traces and
+// metrics). It is the only package that imports their SDKs. Both are
+// watch Sinks: they see every statement after the join and every live
+// snapshot.
+package export
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
+	"github.com/gapscope/gapscope/internal/watch"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// OtherDigest is the digest label of every statement whose digest is not
+// among the top K by client time.
+const OtherDigest = "other"
+
+// DefaultTopDigests is how many digests keep their own series.
+const DefaultTopDigests = 100
+
+// durationBuckets are the classic buckets of the client-time histogram,
+// 100 µs to 10 s: a point lookup on a local server is around 100 µs, and
+// past 10 s the exact time matters less than that it is that slow.
+var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// Phases names the five parts of a statement's client time, in the order
+// they happen, as metric labels and span names.
+var Phases = [5]string{"request", "queue", "exec", "send_stall", "delivery"}
+
+// PhaseUS returns the five parts of s in the order of Phases.
+func PhaseUS(s *event.Statement) [5]int64 {
+	return [5]int64{s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS}
+}
+
+// maxDigestText cuts the text of gapscope_digest_info: a label is not the
+// place for a whole statement.
+const maxDigestText = 200
+
+// Prometheus is a watch Sink that keeps gapscope's metrics and serves them.
+type Prometheus struct {
+	reg      *prometheus.Registry
+	duration *prometheus.HistogramVec
+	phase    *prometheus.CounterVec
+	joined   *prometheus.CounterVec
+	info     *prometheus.GaugeVec
+	findings *prometheus.CounterVec
+	active   *prometheus.GaugeVec
+	health   *healthCollector
+
+	mu      sync.Mutex
+	top     int
+	digests map[string]*digestState
+	other   *digestState
+	// raised are the finding codes present in the last snapshot: a code
+	// counts in gapscope_findings_total when it appears, not on every
+	// snapshot that repeats it.
+	raised map[string]bool
+}
+
+// digestState is one digest's series and its rank.
+type digestState struct {
+	name     string
+	clientUS int64 // ranks digests: top K by client time keep series
+	top      bool
+	hists    map[labelPair]prometheus.Observer
+	phase    [5]prometheus.Counter
+	joined   prometheus.Counter
+	// info is the label set of its gapscope_digest_info series.
+	info [3]string
+}
+
+type labelPair struct{ schema, command string }
+
+// NewPrometheus returns the exporter keeping the top topDigests digests'
+// own series (DefaultTopDigests for 0 or less).
+func NewPrometheus(topDigests int) *Prometheus {
+	if topDigests <= 0 {
+		topDigests = DefaultTopDigests
+	}
+	p := &Prometheus{reg: prometheus.NewRegistry(), top: topDigests, digests: map[string]*digestState{}, raised: map[string]bool{}}
+	p.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "gapscope_statement_duration_seconds",
+		Help: "Client-seen time of each statement, from the request's first byte to the response's last, as captured on the wire.",
+		// Classic buckets for every Prometheus; native-histogram settings
+		// for servers that scrape them (a server without the feature
+		// ignores them).
+		Buckets:                         durationBuckets,
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  160,
+		NativeHistogramMinResetDuration: time.Hour,
+	}, []string{"digest", "schema", "command"})
+	p.phase = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gapscope_statement_phase_seconds_total",
+		Help: "Seconds joined statements spent in each part of their client time (request, queue, exec, send_stall, delivery).",
+	}, []string{"digest", "phase"})
+	p.joined = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gapscope_statements_joined_total",
+		Help: "Statements joined with their performance_schema row, whose phases gapscope_statement_phase_seconds_total counts.",
+	}, []string{"digest"})
+	p.info = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gapscope_digest_info",
+		Help: "1 for each digest with its own series: the server's DIGEST (to join with mysqld_exporter) and the digest text, cut.",
+	}, []string{"digest", "server_digest", "digest_text"})
+	p.findings = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gapscope_findings_total",
+		Help: "Times a finding was raised by the live diagnosis (counted when it appears, not while it stays).",
+	}, []string{"code"})
+	p.active = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gapscope_finding_active",
+		Help: "1 while the live diagnosis reports the finding.",
+	}, []string{"code", "severity"})
+	p.health = &healthCollector{}
+	p.other = p.newDigest(OtherDigest)
+	p.other.top = true
+	p.reg.MustRegister(p.duration, p.phase, p.joined, p.info, p.findings, p.active, p.health)
+	return p
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (p *Prometheus) Handler() http.Handler {
+	return promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{Registry: p.reg})
+}
+
+// Registry is the exporter's registry (for tests and embedding).
+func (p *Prometheus) Registry() *prometheus.Registry { return p.reg }
+
+// Fingerprint is the digest label of s: gapscope's own digest of the wire
+// text, the same whether it joined or not; commands without text group by
+// command, as in the profile.
+func Fingerprint(s *event.Statement) string {
+	if s.Fingerprint != "" {
+		return s.Fingerprint
+	}
+	return sqltext.Digest(cmp.Or(s.DigestText, "("+s.Cmd+")"))
+}
+
+// Statement counts one statement (a watch.Sink method).
+func (p *Prometheus) Statement(s *event.Statement) {
+	name := Fingerprint(s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.digests[name]
+	if d == nil {
+		d = p.track(name)
+	}
+	d.clientUS += s.ClientUS
+	if !d.top {
+		d = p.other
+	}
+	p.observe(d, s)
+}
+
+// track starts ranking a digest; it gets its own series at once while
+// fewer than top digests have them.
+func (p *Prometheus) track(name string) *digestState {
+	if len(p.digests) >= p.maxTracked() {
+		p.forgetSmallest()
+	}
+	d := p.newDigest(name)
+	if p.topCount() < p.top {
+		d.top = true
+	}
+	p.digests[name] = d
+	return d
+}
+
+// maxTracked bounds the digests ranked (with or without series): an
+// application generating endless distinct statements must not grow
+// watch's memory without end.
+func (p *Prometheus) maxTracked() int { return max(10*p.top, 1000) }
+
+func (p *Prometheus) topCount() int {
+	n := 0
+	for _, d := range p.digests {
+		if d.top {
+			n++
+		}
+	}
+	return n
+}
+
+// forgetSmallest drops the half of the untracked-series digests with the
+// least client time, so that forgetting happens rarely.
+func (p *Prometheus) forgetSmallest() {
+	var rest []*digestState
+	for _, d := range p.digests {
+		if !d.top {
+			rest = append(rest, d)
+		}
+	}
+	slices.SortFunc(rest, func(a, b *digestState) int { return cmp.Compare(a.clientUS, b.clientUS) })
+	for _, d := range rest[:len(rest)/2+1] {
+		delete(p.digests, d.name)
+	}
+}
+
+func (p *Prometheus) newDigest(name string) *digestState {
+	d := &digestState{name: name, hists: map[labelPair]prometheus.Observer{}}
+	return d
+}
+
+// observe adds s to d's series, creating them on first use (series are
+// looked up once per digest, schema and command, not per statement).
+func (p *Prometheus) observe(d *digestState, s *event.Statement) {
+	lp := labelPair{s.DB, s.Cmd}
+	h := d.hists[lp]
+	if h == nil {
+		h = p.duration.WithLabelValues(d.name, s.DB, s.Cmd)
+		d.hists[lp] = h
+	}
+	h.Observe(float64(s.ClientUS) / 1e6)
+	if d != p.other {
+		p.setInfo(d, s)
+	}
+	if !s.Joined {
+		return
+	}
+	if d.joined == nil {
+		d.joined = p.joined.WithLabelValues(d.name)
+		for i, ph := range Phases {
+			d.phase[i] = p.phase.WithLabelValues(d.name, ph)
+		}
+	}
+	d.joined.Inc()
+	for i, us := range PhaseUS(s) {
+		d.phase[i].Add(float64(us) / 1e6)
+	}
+}
+
+// setInfo keeps d's info series: its text from the first statement, the
+// server's digest from the first joined one.
+func (p *Prometheus) setInfo(d *digestState, s *event.Statement) {
+	server := ""
+	if s.Joined {
+		server = s.Digest
+	}
+	if d.info[0] != "" && (server == "" || server == d.info[1]) {
+		return
+	}
+	if d.info[0] != "" {
+		p.info.DeleteLabelValues(d.info[:]...)
+	}
+	text := cmp.Or(d.info[2], cutText(cmp.Or(s.DigestText, "("+s.Cmd+")")))
+	d.info = [3]string{d.name, cmp.Or(server, d.info[1]), text}
+	p.info.WithLabelValues(d.info[:]...).Set(1)
+}
+
+func cutText(s string) string {
+	r := []rune(s)
+	if len(r) <= maxDigestText {
+		return s
+	}
+	return string(r[:maxDigestText-1]) + "…"
+}
+
+// Snapshot re-ranks the digests and takes watch's health and findings (a
+// watch.Sink method).
+func (p *Prometheus) Snapshot(s *watch.Snapshot) {
+	p.health.set(s.Health)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rerank()
+	p.countFindings(s.Findings)
+}
+
+// rerank gives the top K digests by client time their own series; a
+// digest that falls out loses its series (deleted, so that Prometheus
+// marks them stale) and counts in "other" from then on.
+func (p *Prometheus) rerank() {
+	all := make([]*digestState, 0, len(p.digests))
+	for _, d := range p.digests {
+		all = append(all, d)
+	}
+	slices.SortFunc(all, func(a, b *digestState) int {
+		return cmp.Or(cmp.Compare(b.clientUS, a.clientUS), cmp.Compare(a.name, b.name))
+	})
+	for i, d := range all {
+		switch keep := i < p.top; {
+		case keep && !d.top:
+			d.top = true
+		case !keep && d.top:
+			p.evict(d)
+		}
+	}
+}
+
+func (p *Prometheus) evict(d *digestState) {
+	labels := prometheus.Labels{"digest": d.name}
+	p.duration.DeletePartialMatch(labels)
+	p.phase.DeletePartialMatch(labels)
+	p.joined.DeletePartialMatch(labels)
+	p.info.DeletePartialMatch(labels)
+	d.top, d.hists, d.joined, d.phase, d.info = false, map[labelPair]prometheus.Observer{}, nil, [5]prometheus.Counter{}, [3]string{}
+}
+
+func (p *Prometheus) countFindings(fs []event.Finding) {
+	now := map[string]bool{}
+	p.active.Reset()
+	for _, f := range fs {
+		now[f.Code] = true
+		p.active.WithLabelValues(f.Code, string(f.Severity)).Set(1)
+		if !p.raised[f.Code] {
+			p.findings.WithLabelValues(f.Code).Inc()
+		}
+	}
+	p.raised = now
+}
+
+// SeriesDigests returns the digests that have their own series now, for
+// tests and the docs' series count.
+func (p *Prometheus) SeriesDigests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, d := range p.digests {
+		if d.top {
+			out = append(out, d.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

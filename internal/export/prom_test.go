@@ -1,0 +1,149 @@
+package export
+
+import (
+	"testing"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/watch"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func stmt(fp string, clientUS int64, joined bool) *event.Statement {
+	s := &event.Statement{Conn: "10.0.0.1:5000>10.0.0.2:3306", Cmd: "COM_QUERY", DB: "app", Fingerprint: fp,
+		DigestText: "select * from t" + fp, SQL: "select * from t" + fp, ClientUS: clientUS, TReqFirst: 1, TRespLast: 1 + clientUS}
+	if joined {
+		s.Joined, s.Digest = true, "server-"+fp
+		s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS = 1, clientUS/4, clientUS/2, 0, clientUS-1-clientUS/4-clientUS/2
+	}
+	return s
+}
+
+// gather returns the metric families by name.
+func gather(t *testing.T, p *Prometheus) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := p.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// byDigest sums a family's counters (or histogram counts) per digest.
+func byDigest(mf *dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		switch {
+		case m.Histogram != nil:
+			out[label(m, "digest")] += float64(m.GetHistogram().GetSampleCount())
+		case m.Counter != nil:
+			out[label(m, "digest")] += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			out[label(m, "digest")] += m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+func TestPrometheusCountsAndPhases(t *testing.T) {
+	p := NewPrometheus(10)
+	for range 3 {
+		p.Statement(stmt("aaaa", 4000, true))
+	}
+	p.Statement(stmt("aaaa", 2000, false))
+	mfs := gather(t, p)
+	if got := byDigest(mfs["gapscope_statement_duration_seconds"])["aaaa"]; got != 4 {
+		t.Errorf("histogram count %v, want 4 (joined or not)", got)
+	}
+	if got := byDigest(mfs["gapscope_statements_joined_total"])["aaaa"]; got != 3 {
+		t.Errorf("joined %v, want 3", got)
+	}
+	phases := map[string]float64{}
+	for _, m := range mfs["gapscope_statement_phase_seconds_total"].GetMetric() {
+		phases[label(m, "phase")] = m.GetCounter().GetValue()
+	}
+	want := map[string]float64{"request": 3e-6, "queue": 3e-3, "exec": 6e-3, "send_stall": 0, "delivery": 3 * 999e-6}
+	for ph, w := range want {
+		if d := phases[ph] - w; d > 1e-12 || d < -1e-12 {
+			t.Errorf("phase %s = %v, want %v", ph, phases[ph], w)
+		}
+	}
+	info := mfs["gapscope_digest_info"].GetMetric()
+	if len(info) != 1 || label(info[0], "server_digest") != "server-aaaa" || label(info[0], "digest_text") != "select * from taaaa" {
+		t.Errorf("digest info: %v", info)
+	}
+	h := mfs["gapscope_statement_duration_seconds"].GetMetric()[0].GetHistogram()
+	if len(h.GetBucket()) != len(durationBuckets) || h.GetSchema() == 0 && h.GetZeroThreshold() == 0 {
+		t.Errorf("histogram: %d classic buckets, native schema %d: want both", len(h.GetBucket()), h.GetSchema())
+	}
+}
+
+// Past K digests, the smaller ones count as "other"; a digest that grows
+// into the top K takes its own series at the next snapshot and the one it
+// displaces loses its series.
+func TestPrometheusTopK(t *testing.T) {
+	p := NewPrometheus(2)
+	p.Statement(stmt("aaaa", 1000, true))
+	p.Statement(stmt("bbbb", 500, true))
+	p.Statement(stmt("cccc", 100, true))
+	got := byDigest(gather(t, p)["gapscope_statement_duration_seconds"])
+	if got["aaaa"] != 1 || got["bbbb"] != 1 || got[OtherDigest] != 1 || got["cccc"] != 0 {
+		t.Fatalf("before re-ranking: %v", got)
+	}
+	for range 10 {
+		p.Statement(stmt("cccc", 100, true)) // now 1100 µs: above bbbb
+	}
+	p.Snapshot(&watch.Snapshot{})
+	if d := p.SeriesDigests(); len(d) != 2 || d[0] != "aaaa" || d[1] != "cccc" {
+		t.Fatalf("series digests after re-ranking: %v", d)
+	}
+	p.Statement(stmt("cccc", 100, true))
+	p.Statement(stmt("bbbb", 100, true))
+	mfs := gather(t, p)
+	got = byDigest(mfs["gapscope_statement_duration_seconds"])
+	if _, ok := got["bbbb"]; ok || got["cccc"] != 1 || got[OtherDigest] != 12 {
+		t.Errorf("after re-ranking: %v (want bbbb's series deleted, cccc's new)", got)
+	}
+	for _, name := range []string{"gapscope_statement_phase_seconds_total", "gapscope_statements_joined_total", "gapscope_digest_info"} {
+		if _, ok := byDigest(mfs[name])["bbbb"]; ok {
+			t.Errorf("%s keeps the evicted digest's series", name)
+		}
+	}
+}
+
+func TestPrometheusFindingsAndHealth(t *testing.T) {
+	p := NewPrometheus(0)
+	f := []event.Finding{{Code: "POOL_QUEUE", Severity: event.SeverityWarning}}
+	h := watch.Health{Statements: 7, Joined: 5, Unjoined: map[string]int64{watch.UnjoinedNoServerRow: 2}, RingLost: 3, CPUSeconds: 1.5}
+	p.Snapshot(&watch.Snapshot{Findings: f, Health: h})
+	p.Snapshot(&watch.Snapshot{Findings: f, Health: h}) // still there: not raised again
+	p.Snapshot(&watch.Snapshot{Health: h})
+	p.Snapshot(&watch.Snapshot{Findings: f, Health: h}) // raised again
+	mfs := gather(t, p)
+	if got := mfs["gapscope_findings_total"].GetMetric()[0].GetCounter().GetValue(); got != 2 {
+		t.Errorf("findings_total %v, want 2", got)
+	}
+	for name, want := range map[string]float64{"gapscope_statements_seen_total": 7, "gapscope_statements_joined_all_total": 5,
+		"gapscope_ring_rows_lost_total": 3, "gapscope_cpu_seconds_total": 1.5} {
+		if got := mfs[name].GetMetric()[0].GetCounter().GetValue(); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	for _, m := range mfs["gapscope_statements_unjoined_total"].GetMetric() {
+		if want := map[string]float64{watch.UnjoinedNoServerRow: 2}[label(m, "reason")]; m.GetCounter().GetValue() != want {
+			t.Errorf("unjoined %s = %v, want %v", label(m, "reason"), m.GetCounter().GetValue(), want)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package watch
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sandbox"
+)
+
+// A slow statement that ends just before watch stops is still joined from
+// its thread's own history (the run's end reads the threads of the
+// outliers the poller had no time for), at watch's default flags.
+func TestOutlierJoinedAtTheEnd(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := DefaultOptions()
+	opts.DSN, opts.Iface = monitorDSN(t, inst), "lo"
+	var mu sync.Mutex
+	var slow []event.Statement
+	opts.OnStatement = func(s *event.Statement) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(strings.ToUpper(s.SQL), "SLEEP") {
+			slow = append(slow, *s)
+		}
+	}
+	ready := make(chan struct{})
+	opts.Ready = func() { close(ready) }
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := Run(wctx, opts)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-ready
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "SELECT SLEEP(0.15)"); err != nil {
+		t.Fatal(err)
+	}
+	// The capture hands over a partly filled block after 100 ms at a
+	// trickle; stop just after that.
+	time.Sleep(150 * time.Millisecond)
+	stop()
+	res := <-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(slow) != 1 {
+		t.Fatalf("%d SLEEP statements reported, want 1", len(slow))
+	}
+	s := slow[0]
+	t.Logf("%+v; server side %+v", s, res.ServerSide)
+	if !s.Joined || !s.Outlier || !slices.Contains([]string{collect.SourceHistory, collect.SourceCurrent}, s.JoinSource) {
+		t.Errorf("the last slow statement: joined %v, outlier %v, source %q, notes %v", s.Joined, s.Outlier, s.JoinSource, s.Notes)
+	}
+	if s.RequestUS+s.QueueUS+s.ExecUS+s.SendStallUS+s.DeliveryUS != s.ClientUS || s.ExecUS < 140_000 {
+		t.Errorf("parts %+v", s)
+	}
+}
+
+// A client that quits right after a slow statement takes its thread's
+// history with it, and a busy server's history_long turns over: the row
+// read while the statement ran joins it, its end taken from the wire.
+func TestOutlierOfAConnectionThatQuit(t *testing.T) {
+	args := append(slices.Clone(serverArgs), "--performance-schema-events-statements-history-long-size=10")
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: args})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := DefaultOptions()
+	opts.DSN, opts.Iface = monitorDSN(t, inst), "lo"
+	var mu sync.Mutex
+	var slow []event.Statement
+	opts.OnStatement = func(s *event.Statement) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(strings.ToUpper(s.SQL), "SLEEP") {
+			slow = append(slow, *s)
+		}
+	}
+	res := runDuring(t, ctx, opts, func() error {
+		quitter, err := inst.Open("")
+		if err != nil {
+			return err
+		}
+		if _, err := quitter.ExecContext(ctx, "SELECT SLEEP(0.3)"); err != nil {
+			return err
+		}
+		quitter.Close() // the thread ends at once
+		busy, err := inst.Open("")
+		if err != nil {
+			return err
+		}
+		defer busy.Close()
+		for i := range 200 { // turn the 10-row history_long over many times
+			if _, err := busy.ExecContext(ctx, "SELECT "+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+		time.Sleep(time.Second)
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(slow) != 1 {
+		t.Fatalf("%d SLEEP statements reported, want 1", len(slow))
+	}
+	s := slow[0]
+	t.Logf("%+v; server side %+v", s, res.ServerSide)
+	if !s.Joined || s.ExecUS < 290_000 || s.ExecUS > 320_000 {
+		t.Errorf("the slow statement of a connection that quit: joined %v, exec %d µs, source %q, notes %v", s.Joined, s.ExecUS, s.JoinSource, s.Notes)
+	}
+	if s.RequestUS+s.QueueUS+s.ExecUS+s.SendStallUS+s.DeliveryUS != s.ClientUS {
+		t.Errorf("parts do not sum: %+v", s)
+	}
+}

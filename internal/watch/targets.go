@@ -1,0 +1,454 @@
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// target is an outlier the wire saw: what the poller needs to find its
+// server row in its thread's history, copied (the statement itself moves
+// on to the join on another goroutine).
+type target struct {
+	conn                string
+	connID              uint64
+	reqFirst, reqLast   int64
+	respFirst, respLast int64
+}
+
+func targetOf(s *event.Statement) target {
+	return target{conn: s.Conn, connID: s.ConnID, reqFirst: s.TReqFirst, reqLast: s.TReqLast,
+		respFirst: answerStart(s), respLast: s.TRespLast}
+}
+
+// answerStart is when the server's answer began (its last byte when the
+// first was not seen).
+func answerStart(s *event.Statement) int64 {
+	if s.TRespFirst != 0 {
+		return min(s.TRespFirst, s.TRespLast)
+	}
+	return s.TRespLast
+}
+
+// slowQueue bounds the outliers waiting for the poller; past it they are
+// counted (SlowDrops) and joined only if history_long still has them.
+const slowQueue = 4096
+
+// retryAfter is when an outlier's thread is read again after a read that
+// did not hold its row yet (the server records a statement's end after
+// sending its answer, by up to milliseconds on a busy host); after the
+// last, the outlier is left to history_long.
+var retryAfter = []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 200 * time.Millisecond, 600 * time.Millisecond}
+
+// fedKeep is how long the rows fed by targeted reads are remembered, so
+// that history_long does not feed them a second time (its reads cover a
+// few seconds back at most).
+const fedKeep = 30 * time.Second
+
+type pendingTarget struct {
+	target
+	tries int
+	next  time.Time
+}
+
+// rowKey names a statement row: a thread's EVENT_ID is unique.
+type rowKey struct{ thread, event uint64 }
+
+// targets are the outliers whose threads the poller reads. They belong to
+// the poller goroutine.
+type targets struct {
+	history, current bool // the consumers that record what is read
+	list             []pendingTarget
+	fed              map[rowKey]time.Time
+	threadOf         map[uint64]uint64 // connection id -> THREAD_ID
+	reader           collect.ThreadStatements
+	failed           bool // reads kept failing (maxFailures): the note says so
+	failures         int  // consecutive failed reads
+	// running: the statement each connection ran beyond the outlier floor
+	// when events_statements_current was last scanned (scanRunning), for
+	// an outlier whose thread has ended before its final row was read.
+	running   map[uint64]collect.ServerStatement
+	scannedAt time.Time
+	// missed counts outliers whose row no read found, under missM: the
+	// joiner's goroutines read it for their notes.
+	missM  sync.Mutex
+	missed int64
+}
+
+func newTargets(history, current bool) *targets {
+	return &targets{history: history, current: current, fed: map[rowKey]time.Time{}, threadOf: map[uint64]uint64{},
+		running: map[uint64]collect.ServerStatement{}}
+}
+
+func (t *targets) add(tg target, now time.Time) {
+	t.list = append(t.list, pendingTarget{target: tg, next: now})
+}
+
+// wait is how long until the next target is due (false: none pending).
+func (t *targets) wait(now time.Time) (time.Duration, bool) {
+	if len(t.list) == 0 {
+		return 0, false
+	}
+	next := t.list[0].next
+	for _, p := range t.list[1:] {
+		if p.next.Before(next) {
+			next = p.next
+		}
+	}
+	return max(next.Sub(now), 0), true
+}
+
+// dropFed drops the rows a targeted read fed already, returning the rest
+// and how many it dropped.
+func (t *targets) dropFed(rows []collect.ServerStatement) ([]collect.ServerStatement, int) {
+	if len(t.fed) == 0 {
+		return rows, 0
+	}
+	n := len(rows)
+	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool {
+		_, ok := t.fed[rowKey{r.ThreadID, r.EventID}]
+		return ok
+	})
+	return rows, n - len(rows)
+}
+
+// missNote says why an outlier stayed unjoined, for its notes.
+func (t *targets) missNote() string {
+	switch {
+	case !t.history && !t.current:
+		return "slow statement (outlier): its thread could not be read, performance_schema consumers events_statements_history and events_statements_current are off (watch --enable-consumers)"
+	case !t.history:
+		return "slow statement (outlier): its thread ran other statements before watch read it and the per-thread history (events_statements_history consumer) is off"
+	}
+	return "slow statement (outlier): its row was no longer in its thread's history nor current when watch read them"
+}
+
+// readTargets reads the threads of the outliers due now: their per-thread
+// history and current statement. The row that fits each outlier goes to
+// the joiner (once: history_long's copy is dropped, and a row history_long
+// returned already is not fed again); an outlier whose row is not there
+// yet is read again later (retryAfter).
+func (e *engine) readTargets(ctx context.Context) {
+	t := e.targets
+	now := time.Now()
+	due := t.due(now)
+	if len(due) == 0 {
+		return
+	}
+	if e.cursor == nil || (!t.history && !t.current) || t.failed {
+		t.list = t.list[:0] // nothing to read them with: the join notes why
+		return
+	}
+	conns := e.targetConns(due)
+	threads, err := t.threadsOf(ctx, e.db, conns)
+	var rows []collect.ServerStatement
+	if err == nil {
+		clock, _ := e.clock.Clock()
+		rows, err = t.reader.Read(ctx, e.db, threads, clock)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			t.readFailed(e, err)
+			t.requeue(due, now) // a transient error: read them again
+		}
+		return
+	}
+	t.failures = 0
+	clock, _ := e.clock.Clock()
+	// Rows carry collect's calibration, which a loaded host can put off by
+	// milliseconds; the joiner learns the true offset from its matches.
+	js := e.joiner.Stats()
+	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
+	off, tol := js.OffsetUS, 2000+errUS
+	var feed []collect.ServerStatement
+	found := 0
+	for _, p := range due {
+		i := bestRow(rows, p, off, tol, errUS+100)
+		if i < 0 {
+			if r, ok := t.endedRunning(p, rows, off, tol); ok {
+				p.tries = -1
+				feed = append(feed, r)
+			}
+			continue
+		}
+		found++
+		p.tries = -1 // done
+		r := rows[i]
+		key := rowKey{r.ThreadID, r.EventID}
+		if _, dup := t.fed[key]; dup || e.cursor.Returned(r.ThreadID, r.EndEventID) {
+			continue
+		}
+		t.fed[key] = now
+		feed = append(feed, r)
+	}
+	t.requeue(due, now)
+	t.pruneFed(now)
+	e.serverM.Lock()
+	e.server.TargetedReads++
+	e.server.TargetedRows += int64(len(feed))
+	e.serverM.Unlock()
+	if len(feed) > 0 {
+		e.joiner.AddServer(feed, nowUS())
+	}
+}
+
+// flushTargets reads, at the end of a run, the threads of the outliers the
+// poller had no time for (the last statements before the stop): at once,
+// then after the server had a moment to record them.
+func (e *engine) flushTargets(ctx context.Context) {
+	e.takeTargets()
+	for _, wait := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond} {
+		if len(e.targets.list) == 0 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(wait)
+		now := time.Now()
+		for i := range e.targets.list {
+			e.targets.list[i].next = now
+		}
+		e.readTargets(ctx)
+	}
+	e.targets.giveUpAll()
+}
+
+// giveUpAll counts every pending target as missed (the run is over).
+func (t *targets) giveUpAll() {
+	t.missM.Lock()
+	t.missed += int64(len(t.list))
+	t.missM.Unlock()
+	t.list = t.list[:0]
+}
+
+// runningEvery is how often events_statements_current is scanned for
+// statements running beyond the outlier floor (one small read: a row per
+// thread); a statement of twice that is seen running at least once.
+const runningEvery = 100 * time.Millisecond
+
+// scanRunning remembers, per connection, the statement running beyond the
+// outlier floor now. A client that quits right after a slow statement
+// takes its thread, and the thread's history with it, before watch can
+// read them: what was read while it ran is then all there is.
+func (e *engine) scanRunning(ctx context.Context) {
+	t := e.targets
+	if e.cursor == nil || !t.current || t.failed || time.Since(t.scannedAt) < runningEvery {
+		return
+	}
+	t.scannedAt = time.Now()
+	clock, _ := e.clock.Clock()
+	rows, err := t.reader.ReadRunning(ctx, e.db, outlierFloor, clock)
+	if err != nil {
+		return // the next scan tries again; outliers are read from their threads anyway
+	}
+	for _, r := range rows {
+		t.running[r.ConnID] = r
+	}
+	if len(t.running) > 10_000 {
+		clear(t.running)
+	}
+}
+
+// endedRunning is the row read while p's statement ran, when p's thread has
+// ended since (the read of its thread returned nothing: a live thread has
+// at least its current statement): its start is the server's, its end the
+// wire's first answer byte (the server ends a statement as it sends its
+// answer).
+func (t *targets) endedRunning(p *pendingTarget, read []collect.ServerStatement, off, tol int64) (collect.ServerStatement, bool) {
+	if !t.current || slices.ContainsFunc(read, func(r collect.ServerStatement) bool { return r.ConnID == p.connID }) {
+		return collect.ServerStatement{}, false // alive: its own rows will tell
+	}
+	delete(t.threadOf, p.connID) // gone: a thread id is not reused, but a connection id may be
+	r, ok := t.running[p.connID]
+	if !ok || r.StartUS-off < p.reqFirst-tol || r.StartUS-off > p.respFirst+tol {
+		return collect.ServerStatement{}, false
+	}
+	delete(t.running, p.connID)
+	r.EndUS = max(p.respFirst+off, r.StartUS) // on the server's clock, as the joiner expects
+	r.TimerWait = uint64(r.EndUS-r.StartUS) * collect.PicosPerMicro
+	return r, true
+}
+
+// maxFailures: this many failed reads in a row (no grant, no table) stop
+// the targeted reads; fewer are transient (a connection lost and redialled).
+const maxFailures = 5
+
+func (t *targets) readFailed(e *engine, err error) {
+	t.failures++
+	e.notes.add("reading the threads of slow statements failed (%v)", err)
+	if t.failures >= maxFailures {
+		t.failed = true
+		e.notes.add("reading the threads of slow statements failed %d times in a row: slow statements are joined only while history_long still holds them", t.failures)
+	}
+}
+
+// targetConns fills in the connection ids of the outliers (the joiner
+// learnt those opened before the capture from the processlist).
+func (e *engine) targetConns(due []*pendingTarget) []uint64 {
+	var conns []uint64
+	for _, p := range due {
+		if p.connID == 0 {
+			p.connID = e.joiner.ConnOf(p.conn)
+		}
+		if p.connID != 0 {
+			conns = append(conns, p.connID)
+		}
+	}
+	return conns
+}
+
+// due returns the targets to read now.
+func (t *targets) due(now time.Time) []*pendingTarget {
+	var out []*pendingTarget
+	for i := range t.list {
+		if !t.list[i].next.After(now) {
+			out = append(out, &t.list[i])
+		}
+	}
+	return out
+}
+
+// requeue schedules the due targets not found for their next read, and
+// gives up those that had their last.
+func (t *targets) requeue(due []*pendingTarget, now time.Time) {
+	for _, p := range due {
+		if p.tries < 0 {
+			continue
+		}
+		p.tries++
+		if p.tries >= len(retryAfter) || p.connID == 0 {
+			p.tries = -1
+			t.missM.Lock()
+			t.missed++
+			t.missM.Unlock()
+			continue
+		}
+		p.next = now.Add(retryAfter[p.tries])
+	}
+	t.list = slices.DeleteFunc(t.list, func(p pendingTarget) bool { return p.tries < 0 })
+}
+
+// forget drops what was learnt of the server's threads (a restart).
+func (t *targets) forget() {
+	t.list = t.list[:0]
+	clear(t.fed)
+	clear(t.threadOf)
+}
+
+func (t *targets) missedCount() int64 {
+	t.missM.Lock()
+	defer t.missM.Unlock()
+	return t.missed
+}
+
+func (t *targets) pruneFed(now time.Time) {
+	if len(t.fed) < 256 {
+		return
+	}
+	for k, at := range t.fed {
+		if now.Sub(at) > fedKeep {
+			delete(t.fed, k)
+		}
+	}
+}
+
+// threadsOf maps the connections to their threads, asking the server only
+// for those it does not know yet.
+func (t *targets) threadsOf(ctx context.Context, db *sql.DB, conns []uint64) (map[uint64]uint64, error) {
+	var unknown []uint64
+	for _, c := range conns {
+		if _, ok := t.threadOf[c]; !ok {
+			unknown = append(unknown, c)
+		}
+	}
+	if len(unknown) > 0 {
+		got, err := collect.ThreadsOf(ctx, db, unknown)
+		if err != nil {
+			return nil, err
+		}
+		if len(t.threadOf) > 10_000 {
+			clear(t.threadOf) // a cache: connections come and go
+		}
+		for thread, conn := range got {
+			t.threadOf[conn] = thread
+		}
+	}
+	out := map[uint64]uint64{}
+	for _, c := range conns {
+		if thread, ok := t.threadOf[c]; ok {
+			out[thread] = c
+		}
+	}
+	return out, nil
+}
+
+// bestRow is the row of p's connection whose start (less off, the server
+// clock's offset from the capture's) lies closest to the gap between p's
+// last request byte and its first answer byte (where the server must have
+// started it), within tol; -1 when none does. A row that ended before p's
+// request began (by more than endTol, the clock's error) is the statement
+// before it, however close its start: the client waited for its answer.
+func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol int64) int {
+	best, bestFit := -1, tol+1
+	for i := range rows {
+		r := &rows[i]
+		if r.ConnID != p.connID || r.StartUS == 0 || r.NestingLevel > 0 || r.NestingType == "STATEMENT" {
+			continue
+		}
+		if r.EndUS != 0 && r.EndUS-off < p.reqFirst-endTol {
+			continue
+		}
+		start := r.StartUS - off
+		fit := max(p.reqLast-start, 0) + max(start-p.respFirst, 0)
+		if fit < bestFit {
+			best, bestFit = i, fit
+		}
+	}
+	return best
+}
+
+// lossLog remembers the spans (Unix µs) over which history_long lost rows
+// before watch read them.
+type lossLog struct {
+	mu    sync.Mutex
+	spans []event.Span
+}
+
+// maxLossSpans bounds the log (the oldest are forgotten: statements that
+// old were given up long ago).
+const maxLossSpans = 1024
+
+// lossSlackUS widens a loss span backwards: a read returns the rows that
+// ended since the read before, less the cursor's slack, and a read that
+// finds the ring turned over may follow reads that lost rows without
+// showing it (a read filtered by the join sample sees only per-thread
+// gaps).
+const lossSlackUS = 1_000_000
+
+func (l *lossLog) add(from, to int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.spans); n > 0 && l.spans[n-1].End >= from {
+		l.spans[n-1].End = max(l.spans[n-1].End, to)
+		return
+	}
+	if len(l.spans) == maxLossSpans {
+		l.spans = slices.Delete(l.spans, 0, 1)
+	}
+	l.spans = append(l.spans, event.Span{Start: from, End: to})
+}
+
+// covers reports whether the ring lost rows around us.
+func (l *lossLog) covers(us int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.spans) - 1; i >= 0; i-- {
+		if sp := l.spans[i]; us >= sp.Start && us <= sp.End {
+			return true
+		}
+	}
+	return false
+}

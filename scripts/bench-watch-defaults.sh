@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# bench-watch-defaults.sh: what `gapscope watch` at its default flags costs
+# a saturated server, and whether it still sees every statement and joins
+# every slow one. On a private sandbox (statement consumers current,
+# history and history_long on, history_long at its default 1,000 rows)
+# sysbench oltp_read_write saturates the host while another connection
+# runs SELECT SLEEP(0.2) back to back; each round runs it without watch
+# and with watch (no flags but the DSN, --iface lo and --format json), the
+# order alternating from round to round so that the machine's drift favours
+# neither. Prints per round the TPS of both, the statements watch saw of
+# those sysbench and the sleeper completed, and the slow statements it
+# joined; at the end the median TPS ratio (watch's cost) and the totals.
+# On a shared or 2-core machine single rounds spread by +-10%: compare
+# medians of many rounds, never one.
+#
+# Usage: scripts/bench-watch-defaults.sh [BINARY]
+# Environment: ROUNDS (12), DURATION (seconds per run, 12), WARMUP (3),
+# THREADS (8). Needs root (capture), sysbench and the mariadb client.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-12}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}
+WORK=$(mktemp -d /tmp/gapscope-bench-defaults.XXXXXX)
+BENCH=bench-watch-defaults
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
+GAPSCOPE=${1:-}
+bench_binary
+WATCH_PID=
+trap bench_cleanup EXIT
+
+bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
+  --opt=--performance-schema-consumer-events-statements-current=ON \
+  --opt=--performance-schema-consumer-events-statements-history=ON \
+  --opt=--performance-schema-consumer-events-statements-history-long=ON
+SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
+    --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS")
+mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
+"${SB[@]}" prepare >/dev/null
+
+# sleeper N: one connection running N x SELECT SLEEP(0.2), back to back.
+sleeper() {
+  local q=""
+  for _ in $(seq 1 "$1"); do q+="SELECT SLEEP(0.2);"; done
+  mariadb -h 127.0.0.1 -P "$PORT" -u root -N -e "$q" >/dev/null
+}
+
+# queries FILE: the statements a sysbench run completed.
+queries() { sed -n 's/^ *total: *\([0-9]*\)$/\1/p' "$1" | head -1; }
+
+# run none|watch: one measured sysbench run beside the sleeper; prints
+# "TPS STATEMENTS_RUN SEEN SLEEPS SLEEPS_JOINED OUTLIERS OUTLIERS_JOINED DROPPED"
+# (DROPPED: packets the capture dropped plus statements the join queue did)
+# (SEEN.. 0 without watch).
+run() {
+  if [ "$1" = watch ]; then
+    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json >"$WORK/w.json" 2>"$WORK/w.err" &
+    WATCH_PID=$!
+    sleep 4 # watch connects, calibrates and opens the capture first (seconds on a loaded host)
+  fi
+  local sleeps=$(((WARMUP + DURATION) * 5 - 5))
+  sleeper "$sleeps" &
+  local sl=$!
+  "${SB[@]}" --time="$WARMUP" run >"$WORK/warm.txt"
+  "${SB[@]}" --time="$DURATION" run >"$WORK/sb.txt"
+  wait "$sl"
+  local tps tx run_q seen=0 slept=0 outliers=0 joined=0 dropped=0
+  read -r tps tx < <(sb_result "$WORK/sb.txt")
+  run_q=$(($(queries "$WORK/warm.txt") + $(queries "$WORK/sb.txt") + sleeps))
+  if [ -n "$WATCH_PID" ]; then
+    kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "watch failed: $(tail -3 "$WORK/w.err")"
+    WATCH_PID=
+    read -r seen slept outliers joined dropped < <(python3 -c '
+import json, sys
+res = json.load(open(sys.argv[1]))
+c = res["coverage"]
+slept = sum(d.get("joined", 0) for d in res["profile"]["digests"] if "SLEEP" in d.get("digest_text", "").upper())
+print(c["seen"], slept, c["outliers"], c["outliers_joined"], res["capture"].get("Dropped", 0) + res["server_side"]["queue_drops"])' "$WORK/w.json")
+  fi
+  echo "$tps $run_q $seen $sleeps $slept $outliers $joined $dropped"
+}
+
+echo "bench-watch-defaults: $GAPSCOPE at its default flags; sysbench $THREADS threads, ${DURATION} s runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) -eq 1 ]; then order="none watch"; else order="watch none"; fi
+  for m in $order; do
+    case $m in
+      none) none=$(run none) ;;
+      watch) with=$(run watch) ;;
+    esac
+  done
+  read -r tps_n _ <<<"$none"
+  read -r tps_w ran seen sleeps slept outliers joined dropped <<<"$with"
+  echo "round $r/$ROUNDS ($order): TPS none $tps_n, watch $tps_w; watch saw $seen of $ran statements (dropped $dropped); $slept of $sleeps sleeps joined; $joined of $outliers outliers joined"
+  echo "$tps_n $tps_w $ran $seen $sleeps $slept $outliers $joined" >>"$WORK/rounds.txt"
+done
+python3 - "$WORK/rounds.txt" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+ratios = [r[1] / r[0] for r in rows if r[0] > 0]
+ran, seen = sum(r[2] for r in rows), sum(r[3] for r in rows)
+print(f"watch at its defaults: median x{statistics.median(ratios):.3f} of TPS without watch "
+      f"(cost {100 * (1 - statistics.median(ratios)):.1f}%; range x{min(ratios):.3f}-x{max(ratios):.3f}, {len(ratios)} rounds); "
+      f"saw {seen:.0f} of {ran:.0f} statements run ({100 * seen / max(ran, 1):.2f}%, watch's own and the sleeper's handshake queries included); "
+      f"sleeps joined {sum(r[5] for r in rows):.0f} of {sum(r[4] for r in rows):.0f}; outliers joined {sum(r[7] for r in rows):.0f} of {sum(r[6] for r in rows):.0f}")
+PY
