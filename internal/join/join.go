@@ -112,7 +112,9 @@ type Stats struct {
 	// Nested counts server rows of statements inside stored programs
 	// (they belong to their top-level CALL and are never matched).
 	Nested int64
-	// Background counts server rows without a connection (background threads).
+	// Background counts server rows without a connection: background
+	// threads, and ended threads no connection on the wire could be
+	// identified for.
 	Background int64
 	// Merged counts extra server rows absorbed by a multi-statement query.
 	Merged int64
@@ -309,7 +311,6 @@ func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
 			j.voteWire(c, c.wires.len()-1)
 		}
 		j.settle(c, false)
-		j.retryAnon()
 	}
 	j.enforceBound()
 }
@@ -332,10 +333,9 @@ func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
 		base, shift := j.clockOf(r)
 		id := r.ConnID
 		if id == 0 {
-			row := *r // rare: a thread that ended before its rows were read
-			row.StartUS, row.EndUS = row.StartUS-shift, row.EndUS-shift
-			if id = j.connOfThread(&row); id == 0 {
-				j.holdAnon(r, nowUS) // its wire statement may not be here yet
+			// Rare: a thread that ended before its rows were read.
+			if id = j.threads[r.ThreadID]; id == 0 {
+				j.holdAnon(r, nowUS)
 				continue
 			}
 		}
@@ -346,19 +346,26 @@ func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
 			touched = append(touched, c)
 		}
 	}
+	j.settleBatch(touched, nowUS)
+	j.attributeAnon(nowUS, false)
+	j.enforceBound()
+}
+
+// settleBatch matches the connections a batch of rows touched, once the
+// whole batch is buffered: the rows of a multi-statement query must all
+// be there to be absorbed together, and while the clock offset is still
+// being learnt the batch's votes decide it before anything is matched.
+func (j *Joiner) settleBatch(touched []*connState, nowUS int64) {
 	if j.off.learning() && j.decide(nowUS) {
 		clear(touched)
 		touched = touched[:0] // every connection is settled already
 	}
-	// Match only once the whole batch is buffered: the rows of a
-	// multi-statement query must all be there to be absorbed together.
 	for _, c := range touched {
 		j.settle(c, false)
 		j.catchUp()
 	}
 	clear(touched)
 	j.touched = touched[:0]
-	j.enforceBound()
 }
 
 // startOrder returns the indexes of rows by start (then EVENT_ID). A
@@ -428,6 +435,7 @@ func (j *Joiner) Flush(nowUS int64) {
 		j.holding, j.holdDone = false, true // go on with the claimed calibration
 		j.settleAll()
 	}
+	j.attributeAnon(nowUS, false)
 	cutoff := nowUS - j.opts.MaxWait.Microseconds()
 	for j.age.len() > 0 && j.age.front().added <= cutoff {
 		before := j.stats.UnjoinedWire + j.stats.UnmatchedServer
@@ -442,6 +450,7 @@ func (j *Joiner) Flush(nowUS int64) {
 func (j *Joiner) FlushAll() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.attributeAnon(0, true)
 	for j.age.len() > 0 {
 		j.giveUp(NoteRunEnd, UnmatchedRunEnd, j.age.pop())
 	}
@@ -644,25 +653,30 @@ func (j *Joiner) popWire(c *connState) *event.Statement {
 func (j *Joiner) bestWire(c *connState, r *collect.ServerStatement) (best int, fit int64) {
 	best, fit = -1, noEnd
 	for i := 0; i < c.wires.len(); i++ {
-		s := c.wires.at(i).s
-		if s.TReqFirst-j.tolUS > r.StartUS {
+		if c.wires.at(i).s.TReqFirst-j.tolUS > r.StartUS {
 			break // later statements start even later
 		}
-		answer := answerStart(c, i)
-		if r.StartUS > answer+j.tolUS || r.EndUS > j.latestEnd(c, i) ||
-			!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
-			continue
-		}
-		// The server starts a statement after its last request byte and
-		// before its first response byte: how far S lies outside that gap
-		// is the evidence. E is no evidence: the server ends a statement
-		// after sending its answer, by up to milliseconds on a busy host.
-		f := max(s.TReqLast-r.StartUS, 0) + max(r.StartUS-answer, 0)
-		if f < fit {
+		if f, ok := j.wireFit(c, i, r); ok && f < fit {
 			best, fit = i, f
 		}
 	}
 	return best, fit
+}
+
+// wireFit reports whether r can be the i-th pending wire statement's row
+// and, if so, how far its start lies outside the window the wire allows.
+func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64, bool) {
+	s := c.wires.at(i).s
+	answer := answerStart(c, i)
+	if r.StartUS > answer+j.tolUS || r.EndUS > j.latestEnd(c, i) ||
+		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
+		return 0, false
+	}
+	// The server starts a statement after its last request byte and
+	// before its first response byte: how far S lies outside that gap
+	// is the evidence. E is no evidence: the server ends a statement
+	// after sending its answer, by up to milliseconds on a busy host.
+	return max(s.TReqLast-r.StartUS, 0) + max(r.StartUS-answer, 0), true
 }
 
 // latestEnd bounds the end of the i-th pending wire statement's row. The

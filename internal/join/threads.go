@@ -1,69 +1,38 @@
 package join
 
-import "github.com/gapscope/gapscope/internal/collect"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gapscope/gapscope/internal/collect"
+)
 
 // maxThreadMap bounds the learned THREAD_ID -> connection map.
 const maxThreadMap = 65_536
 
-// connOfThread finds the connection of a server row whose thread had ended
-// before the row was read, so that performance_schema no longer says which
-// connection it served: a short-lived connection (connect, query, quit)
-// often ends within one poll. The wire knows the connection from its
-// handshake; the row is attributed to the one connection with a pending
-// wire statement it fits, and the thread is remembered for its other rows.
-// Background threads and ambiguous rows return 0.
-func (j *Joiner) connOfThread(r *collect.ServerStatement) uint64 {
-	if r.ThreadID == 0 || r.StartUS == 0 {
-		return 0
-	}
-	if id, ok := j.threads[r.ThreadID]; ok {
-		return id
-	}
-	var found uint64
-	for id, c := range j.conns {
-		if c.wires.len() == 0 {
-			continue
-		}
-		k, fit := j.bestWire(c, r)
-		if k >= 0 && answerStart(c, k) >= noEnd {
-			// Nothing bounds that wire statement yet: a command without a
-			// response, last on its connection (a COM_QUIT always is),
-			// which bestWire fits to any later row. The server starts such
-			// a command as it reads it: the later the row starts after the
-			// request, the weaker the evidence that the thread was this
-			// connection's. Unpenalised, the COM_QUIT of a connection that
-			// had closed claimed the thread of a later short-lived
-			// connection, and with it that connection's rows.
-			fit += max(r.StartUS-c.wires.at(k).s.TReqLast, 0)
-		}
-		if k < 0 || fit > j.fitTolUS {
-			continue
-		}
-		if found != 0 {
-			return 0 // two connections fit: do not guess
-		}
-		found = id
-	}
-	if found != 0 {
-		if len(j.threads) >= maxThreadMap {
-			clear(j.threads)
-		}
-		j.threads[r.ThreadID] = found
-		j.stats.ThreadsLearned++
-	}
-	return found
-}
+// maxAnon bounds the rows held for attribution; past it they are counted
+// as background at once. A pool closing two busy connections at the end of
+// a burst leaves thousands of rows whose threads are gone.
+const maxAnon = 16_384
 
-// anonRow is a server row of an ended thread waiting for its wire statement.
+// anonGraceUS is how long rows of an ended thread wait before they are
+// attributed. On a loaded host the capture delivers a connection's wire
+// statements after the poll that read their rows; a thread attributed
+// while its own connection's statements were still missing would go to
+// another busy connection that happened to fit.
+const anonGraceUS = 50_000
+
+// anonRow is a server row of an ended thread waiting for its connection.
 type anonRow struct {
 	r     collect.ServerStatement
 	added int64
 }
 
-// maxAnon bounds the rows held for attribution; past it they are counted
-// as background at once.
-const maxAnon = 4096
-
+// holdAnon keeps a row whose thread had ended before the row was read
+// (performance_schema no longer says which connection it served: a
+// short-lived connection often ends within one poll, and a pool closes
+// idle connections right after a burst). attributeAnon finds its
+// connection from the wire.
 func (j *Joiner) holdAnon(r *collect.ServerStatement, nowUS int64) {
 	if r.ThreadID == 0 || r.StartUS == 0 || len(j.anon) >= maxAnon {
 		j.stats.Background++
@@ -72,25 +41,185 @@ func (j *Joiner) holdAnon(r *collect.ServerStatement, nowUS int64) {
 	j.anon = append(j.anon, anonRow{r: *r, added: nowUS})
 }
 
-// retryAnon attributes held rows now that another wire statement came.
-func (j *Joiner) retryAnon() {
+// attributeAnon attributes the held rows thread by thread. A thread served
+// one connection, so that connection's pending wire statements must fit
+// all of the thread's rows: one point select fits any of four busy
+// connections half the time, a thread's hundred rows fit only their own.
+// Rows wait anonGraceUS after they were read unless force (end of run).
+func (j *Joiner) attributeAnon(nowUS int64, force bool) {
+	if len(j.anon) == 0 {
+		return
+	}
+	// Stable: a thread's rows keep their EVENT_ID order.
+	slices.SortStableFunc(j.anon, func(a, b anonRow) int { return cmp.Compare(a.r.ThreadID, b.r.ThreadID) })
+	j.batch++
+	touched := j.touched[:0]
 	kept := j.anon[:0]
-	for i := range j.anon {
-		a := &j.anon[i]
-		base, shift := j.clockOf(&a.r)
-		row := a.r
-		row.StartUS, row.EndUS = row.StartUS-shift, row.EndUS-shift
-		id := j.connOfThread(&row)
-		if id == 0 {
-			kept = append(kept, *a)
-			continue
+	for lo := 0; lo < len(j.anon); {
+		hi := lo + 1
+		for hi < len(j.anon) && j.anon[hi].r.ThreadID == j.anon[lo].r.ThreadID {
+			hi++
+		}
+		group := j.anon[lo:hi]
+		lo = hi
+		id, known := j.threads[group[0].r.ThreadID]
+		if !known {
+			if !force && !graceOver(group, nowUS) {
+				kept = append(kept, group...)
+				continue
+			}
+			if id = j.connOfRows(group); id == 0 {
+				kept = append(kept, group...)
+				continue
+			}
+			j.learnThread(group[0].r.ThreadID, id)
 		}
 		c := j.conn(id)
-		j.pushRow(c, &a.r, id, base, shift, a.added)
-		j.settle(c, false)
+		for i := range group {
+			base, shift := j.clockOf(&group[i].r)
+			j.pushRow(c, &group[i].r, id, base, shift, group[i].added)
+		}
+		if c.batch != j.batch {
+			c.batch = j.batch
+			touched = append(touched, c)
+		}
 	}
 	clear(j.anon[len(kept):])
 	j.anon = kept
+	j.settleBatch(touched, nowUS)
+}
+
+// graceOver: the newest row of the group was read anonGraceUS ago.
+func graceOver(group []anonRow, nowUS int64) bool {
+	var newest int64
+	for i := range group {
+		newest = max(newest, group[i].added)
+	}
+	return nowUS-newest >= anonGraceUS
+}
+
+func (j *Joiner) learnThread(thread, id uint64) {
+	if len(j.threads) >= maxThreadMap {
+		clear(j.threads)
+	}
+	j.threads[thread] = id
+	j.stats.ThreadsLearned++
+}
+
+// connOfRows returns the connection whose pending wire statements hold the
+// rows of one ended thread, or 0 when the evidence does not single one
+// out. Two counts per connection: rows that fit none of its statements
+// even with the matching tolerance (a miss), and rows that start outside
+// their statement's window by more than the clock's uncertainty (off).
+// On busy connections the tolerance (the calibration error plus slack)
+// can exceed the gap between statements, so another connection may fit
+// every row within it; it does not put them inside its windows.
+//   - A short thread (under ten rows) must fit exactly one connection,
+//     without a miss.
+//   - A long thread goes to the connection that misses at most one row in
+//     twenty, is off for at most one in twenty, and is off for at least
+//     one row in ten fewer than any other connection that fits.
+func (j *Joiner) connOfRows(rows []anonRow) uint64 {
+	n := len(rows)
+	allow := n / 20
+	type tally struct {
+		id  uint64
+		off int
+	}
+	var fits []tally
+	for id, c := range j.conns {
+		if c.wires.len() == 0 {
+			continue
+		}
+		miss, off := 0, 0
+		for i := range rows {
+			row := rows[i].r
+			_, shift := j.clockOf(&row)
+			row.StartUS, row.EndUS = row.StartUS-shift, row.EndUS-shift
+			fit, ok := j.threadFit(c, &row)
+			switch {
+			case !ok:
+				miss++
+			case fit > j.errUS:
+				off++
+			}
+			if miss > allow || n >= 10 && off > 3*n/20 {
+				break // neither the best nor close enough to it to matter
+			}
+		}
+		if miss <= allow && (n < 10 || off <= 3*n/20) {
+			fits = append(fits, tally{id, off})
+		}
+	}
+	switch {
+	case len(fits) == 0:
+		return 0
+	case n < 10:
+		if len(fits) == 1 {
+			return fits[0].id
+		}
+		return 0 // two connections fit: do not guess
+	}
+	slices.SortFunc(fits, func(a, b tally) int { return a.off - b.off })
+	if fits[0].off > n/20 || len(fits) > 1 && fits[1].off-fits[0].off < max(n/10, 1) {
+		return 0
+	}
+	return fits[0].id
+}
+
+// threadFit returns how far the row's start lies outside the window of
+// the pending wire statement of c that holds it best, and false when none
+// does within fitTolUS.
+func (j *Joiner) threadFit(c *connState, r *collect.ServerStatement) (int64, bool) {
+	k, fit := j.nearestWire(c, r)
+	if k < 0 {
+		return 0, false
+	}
+	if answerStart(c, k) >= noEnd {
+		// Nothing bounds that wire statement yet: a command without a
+		// response, last on its connection (a COM_QUIT always is), which
+		// fits any later row. The server starts such a command as it
+		// reads it: the later the row starts after the request, the
+		// weaker the evidence. Unpenalised, the COM_QUIT of a connection
+		// that had closed claimed the thread of a later short-lived
+		// connection, and with it that connection's rows.
+		fit += max(r.StartUS-c.wires.at(k).s.TReqLast, 0)
+	}
+	return fit, fit <= j.fitTolUS
+}
+
+// nearestWireScan bounds how many wire statements nearestWire looks at
+// before the row's start: a connection runs one statement at a time, so
+// only the last few can hold a row that started then.
+const nearestWireScan = 8
+
+// nearestWire is bestWire restricted to fits within fitTolUS, over the few
+// pending wire statements that can hold the row, found by binary search:
+// attribution tries every row of a thread against every busy connection,
+// which must not cost the whole pending queue each time.
+func (j *Joiner) nearestWire(c *connState, r *collect.ServerStatement) (best int, fit int64) {
+	// A fit within fitTolUS needs TReqLast, hence TReqFirst, no later than
+	// S + fitTolUS: find the first statement past that.
+	lo, hi := 0, c.wires.len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.wires.at(m).s.TReqFirst-j.fitTolUS > r.StartUS {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	best, fit = -1, noEnd
+	for i := lo - 1; i >= 0 && i >= lo-nearestWireScan; i-- {
+		f, ok := j.wireFit(c, i, r)
+		if ok && f <= fit {
+			best, fit = i, f
+		}
+		if s := c.wires.at(i).s; s.HasResponse() && answerOf(s)+j.fitTolUS < r.StartUS {
+			break // answered before the row started: earlier ones were too
+		}
+	}
+	return best, fit
 }
 
 // expireAnon gives up held rows older than cutoff: background threads, or

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"github.com/gapscope/gapscope/internal/event"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -19,6 +20,10 @@ func TestJoinEndedThreadLearnedFromWire(t *testing.T) {
 	rb := row(0, "statement/sql/select", "SELECT 2", 2_000_100, 2_000_350)
 	ra.ThreadID, rb.ThreadID = 77, 77
 	j.AddServer([]collect.ServerStatement{ra, rb}, 0)
+	if a.Joined || b.Joined {
+		t.Fatal("rows of an ended thread attributed before the capture's lag was waited out")
+	}
+	j.Flush(anonGraceUS)
 	if !a.Joined || !b.Joined {
 		t.Fatalf("rows of an ended thread not joined: a=%v b=%v stats=%+v", a.Joined, b.Joined, j.Stats())
 	}
@@ -76,7 +81,97 @@ func TestJoinEndedThreadRowBeforeWire(t *testing.T) {
 	j.AddServer([]collect.ServerStatement{r}, 0)
 	s := wire(43, "COM_QUERY", "SELECT 1", 1_000_000, 1_000_500)
 	j.AddWire(s, 10)
+	j.Flush(anonGraceUS)
 	if !s.Joined || j.Stats().ThreadsLearned != 1 || j.Stats().Background != 0 {
 		t.Fatalf("joined %v, stats %+v", s.Joined, j.Stats())
+	}
+}
+
+// busyConn returns n back-to-back point selects of connection conn, the
+// first request at start, and the server rows of its thread (started 10 µs
+// after the request, ended 5 µs before the answer). Service times and gaps
+// vary as they do on a real connection, so that the connections' windows
+// do not line up. anon leaves the rows without a connection id, as when
+// the thread ended before the poll.
+func busyConn(conn uint64, start int64, n int, anon bool) ([]*event.Statement, []collect.ServerStatement) {
+	var ws []*event.Statement
+	var rs []collect.ServerStatement
+	t := start
+	for i := range int64(n) {
+		service := 40 + (i*53+int64(conn)*7)%50
+		ws = append(ws, wire(conn, "COM_QUERY", "SELECT ?", t, t+service))
+		r := row(conn, "statement/sql/select", "SELECT 1", t+10, t+service-5)
+		if anon {
+			r.ConnID = 0
+		}
+		rs = append(rs, r)
+		t += service + 20 + (i*37+int64(conn)*11)%60
+	}
+	return ws, rs
+}
+
+// Four busy connections, two of which a pool closed before the poll: each
+// of their rows, alone, fits two or more connections; all of a thread's
+// rows fit only their own.
+func TestJoinEndedBusyThreadsAttributedByAllTheirRows(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 20}, rec.emit)
+	var wires []*event.Statement
+	var rows []collect.ServerStatement
+	for k := range uint64(4) {
+		ws, rs := busyConn(k+1, 1_000_000+int64(k)*25, 200, k >= 2)
+		wires, rows = append(wires, ws...), append(rows, rs...)
+	}
+	for _, w := range wires {
+		j.AddWire(w, 0)
+	}
+	// One row of an ended thread does not single out its connection.
+	one := []anonRow{{r: rows[2*200+7]}}
+	if id := j.connOfRows(one); id != 0 {
+		t.Fatalf("a single row was attributed to connection %d: the test's connections are not busy enough", id)
+	}
+	j.AddServer(rows, 0)
+	j.Flush(anonGraceUS)
+	j.FlushAll()
+	for _, w := range wires {
+		if !w.Joined {
+			t.Fatalf("connection %d's statement at %d not joined; stats %+v", w.ConnID, w.TReqFirst, j.Stats())
+		}
+		if want := w.TRespLast - w.TReqFirst - 15; w.ServerUS != want {
+			t.Fatalf("connection %d's statement at %d joined another's row: server %d µs, want %d", w.ConnID, w.TReqFirst, w.ServerUS, want)
+		}
+	}
+	if st := j.Stats(); st.ThreadsLearned != 2 || st.Background != 0 {
+		t.Errorf("stats %+v, want two threads learned, no background row", st)
+	}
+}
+
+// The poll read an ended thread's rows before the capture delivered its
+// connection's statements (a loaded host): another busy connection fits
+// some of them, not all, and must not take the thread.
+func TestJoinEndedThreadWaitsForItsOwnConnection(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 20}, rec.emit)
+	other, _ := busyConn(1, 1_000_000, 200, false)
+	late, rows := busyConn(2, 1_000_050, 100, true)
+	for _, w := range other {
+		j.AddWire(w, 0)
+	}
+	j.AddServer(rows, 0)
+	j.Flush(anonGraceUS)
+	if st := j.Stats(); st.ThreadsLearned != 0 {
+		t.Fatalf("the thread was attributed before its connection's statements came: %+v", st)
+	}
+	for _, w := range late {
+		j.AddWire(w, anonGraceUS)
+	}
+	j.Flush(2 * anonGraceUS)
+	for _, w := range late {
+		if want := w.TRespLast - w.TReqFirst - 15; !w.Joined || w.ServerUS != want {
+			t.Fatalf("statement at %d: joined %v, server %d µs, want %d; stats %+v", w.TReqFirst, w.Joined, w.ServerUS, want, j.Stats())
+		}
+	}
+	if st := j.Stats(); st.ThreadsLearned != 1 || st.Background != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

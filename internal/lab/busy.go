@@ -32,6 +32,11 @@ type BusyOptions struct {
 	// HistoryLongSize sets performance_schema_events_statements_history_long_size
 	// (0: the server's default, 1,000 rows on MariaDB).
 	HistoryLongSize int
+	// CloseWorkers closes the workers' connections as soon as they are
+	// done, as a pool closing idle connections after a burst does: their
+	// threads are gone before watch reads their last rows, so the join
+	// must find each thread's connection from the wire.
+	CloseWorkers bool
 }
 
 func (o *BusyOptions) defaults() {
@@ -155,6 +160,9 @@ func prepareBusyTable(ctx context.Context, db *sql.DB) error {
 // the slow statements are done (or after o.Statements point selects).
 func runBusy(ctx context.Context, o BusyOptions, r *Result, db *sql.DB, tally *busyTally, st *BusyStats) error {
 	db.SetMaxOpenConns(o.Workers + 2)
+	if o.CloseWorkers {
+		db.SetMaxIdleConns(0) // a connection given back is closed
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var sent atomic.Int64

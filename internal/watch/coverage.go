@@ -39,6 +39,10 @@ type Coverage struct {
 	ServerUnmatched  map[string]int64 `json:"server_unmatched,omitempty"`
 	ServerSampledOut int64            `json:"server_sampled_out"`
 	ServerDuplicates int64            `json:"server_duplicates"`
+	// ThreadsFromWire: threads that had ended before their rows were read
+	// (performance_schema no longer names their connection), identified
+	// from the wire statements their rows fit.
+	ThreadsFromWire int64 `json:"threads_from_wire,omitempty"`
 }
 
 // coverageTally counts what reaches the sink (under the sink's lock).
@@ -134,6 +138,7 @@ func (e *engine) coverage(js join.Stats, server ServerSideStats) Coverage {
 	c.ServerJoined, c.ServerMerged, c.ServerNested, c.ServerBackground = js.Joined, js.Merged, js.Nested, js.Background
 	c.ServerUnmatched = maps.Clone(js.UnmatchedByReason)
 	c.ServerSampledOut, c.ServerDuplicates = server.SampledOutRows, server.DuplicateRows
+	c.ThreadsFromWire = js.ThreadsLearned
 	return c
 }
 
@@ -155,10 +160,13 @@ func (c Coverage) Summary() string {
 	for _, n := range c.ServerUnmatched {
 		unmatched += n
 	}
-	fmt.Fprintf(&b, "server rows read %d: joined %d, merged into a multi-statement query %d, inside stored programs %d, background threads %d, unmatched %d, left out of the join sample %d, duplicates of targeted reads %d\n",
+	fmt.Fprintf(&b, "server rows read %d: joined %d, merged into a multi-statement query %d, inside stored programs %d, background (or unidentified) threads %d, unmatched %d, left out of the join sample %d, duplicates of targeted reads %d\n",
 		c.ServerRows, c.ServerJoined, c.ServerMerged, c.ServerNested, c.ServerBackground, unmatched, c.ServerSampledOut, c.ServerDuplicates)
 	if len(c.ServerUnmatched) > 0 {
 		fmt.Fprintf(&b, "  unmatched: %s\n", countList(c.ServerUnmatched))
+	}
+	if c.ThreadsFromWire > 0 {
+		fmt.Fprintf(&b, "  threads ended before their rows were read, identified from the wire: %d\n", c.ThreadsFromWire)
 	}
 	return b.String()
 }

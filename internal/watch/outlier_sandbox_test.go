@@ -127,3 +127,119 @@ func TestOutlierOfAConnectionThatQuit(t *testing.T) {
 		t.Errorf("parts do not sum: %+v", s)
 	}
 }
+
+// A pool closes its connections right after a burst, before watch reads
+// the burst's rows: performance_schema no longer says which connection
+// each thread served, and four busy connections' rows each fit several of
+// them. Every statement still joins, each thread identified from the
+// wire statements all of its rows fit.
+func TestEndedThreadsIdentifiedFromTheWire(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := DefaultOptions()
+	opts.DSN, opts.Iface = monitorDSN(t, inst), "lo"
+	// The first read after the start comes after the burst is over.
+	opts.PollInterval, opts.MinPollInterval = 3*time.Second, 3*time.Second
+	var mu sync.Mutex
+	var sel []event.Statement
+	opts.OnStatement = func(s *event.Statement) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.ToUpper(s.SQL) == "SELECT ? + ?" {
+			sel = append(sel, *s)
+		}
+	}
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxIdleConns(0) // a connection given back is closed
+	const workers, each = 4, 300
+	res := runDuring(t, ctx, opts, func() error {
+		var g errgroup
+		for w := range workers {
+			g.Go(func() error {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				for i := range each {
+					var v int64
+					if err := c.QueryRowContext(ctx, "SELECT "+strconv.Itoa(w)+" + "+strconv.Itoa(i)).Scan(&v); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		err := g.Wait()
+		time.Sleep(4 * time.Second) // the first read after the burst, then the join
+		return err
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	t.Log(res.Coverage.Summary())
+	var joined int
+	for _, s := range sel {
+		if s.Joined {
+			joined++
+		}
+	}
+	if joined != len(sel) { // show the first unjoined statement among its neighbours
+		for i, s := range sel {
+			if !s.Joined {
+				for k := max(i-3, 0); k < min(i+4, len(sel)); k++ {
+					x := sel[k]
+					if x.ConnID == s.ConnID {
+						t.Logf("conn %d req %d..%d resp %d..%d joined %v q %d ex %d dl %d srv %d notes %v", x.ConnID, x.TReqFirst%10_000_000, x.TReqLast%10_000_000, x.TRespFirst%10_000_000, x.TRespLast%10_000_000, x.Joined, x.QueueUS, x.ExecUS, x.DeliveryUS, x.ServerUS, x.Notes)
+					}
+				}
+				break
+			}
+		}
+	}
+	if joined != len(sel) { // show the first unjoined statement among its neighbours
+		for i, s := range sel {
+			if !s.Joined {
+				for k := max(i-3, 0); k < min(i+4, len(sel)); k++ {
+					x := sel[k]
+					if x.ConnID == s.ConnID {
+						t.Logf("conn %d req %d..%d resp %d..%d joined %v q %d ex %d dl %d srv %d notes %v", x.ConnID, x.TReqFirst%10_000_000, x.TReqLast%10_000_000, x.TRespFirst%10_000_000, x.TRespLast%10_000_000, x.Joined, x.QueueUS, x.ExecUS, x.DeliveryUS, x.ServerUS, x.Notes)
+					}
+				}
+				break
+			}
+		}
+	}
+	if len(sel) != workers*each || joined != len(sel) {
+		t.Errorf("%d of %d statements seen, %d joined", len(sel), workers*each, joined)
+	}
+	if res.Coverage.ThreadsFromWire < workers {
+		t.Errorf("%d threads identified from the wire, want >= %d (were the threads alive at a read?)", res.Coverage.ThreadsFromWire, workers)
+	}
+}
+
+// errgroup runs functions and keeps the first error.
+type errgroup struct {
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+func (g *errgroup) Go(f func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := f(); err != nil {
+			g.once.Do(func() { g.err = err })
+		}
+	}()
+}
+
+func (g *errgroup) Wait() error {
+	g.wg.Wait()
+	return g.err
+}
