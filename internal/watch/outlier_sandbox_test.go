@@ -188,31 +188,8 @@ func TestEndedThreadsIdentifiedFromTheWire(t *testing.T) {
 			joined++
 		}
 	}
-	if joined != len(sel) { // show the first unjoined statement among its neighbours
-		for i, s := range sel {
-			if !s.Joined {
-				for k := max(i-3, 0); k < min(i+4, len(sel)); k++ {
-					x := sel[k]
-					if x.ConnID == s.ConnID {
-						t.Logf("conn %d req %d..%d resp %d..%d joined %v q %d ex %d dl %d srv %d notes %v", x.ConnID, x.TReqFirst%10_000_000, x.TReqLast%10_000_000, x.TRespFirst%10_000_000, x.TRespLast%10_000_000, x.Joined, x.QueueUS, x.ExecUS, x.DeliveryUS, x.ServerUS, x.Notes)
-					}
-				}
-				break
-			}
-		}
-	}
-	if joined != len(sel) { // show the first unjoined statement among its neighbours
-		for i, s := range sel {
-			if !s.Joined {
-				for k := max(i-3, 0); k < min(i+4, len(sel)); k++ {
-					x := sel[k]
-					if x.ConnID == s.ConnID {
-						t.Logf("conn %d req %d..%d resp %d..%d joined %v q %d ex %d dl %d srv %d notes %v", x.ConnID, x.TReqFirst%10_000_000, x.TReqLast%10_000_000, x.TRespFirst%10_000_000, x.TRespLast%10_000_000, x.Joined, x.QueueUS, x.ExecUS, x.DeliveryUS, x.ServerUS, x.Notes)
-					}
-				}
-				break
-			}
-		}
+	if joined != len(sel) {
+		logFirstUnjoined(t, sel)
 	}
 	if len(sel) != workers*each || joined != len(sel) {
 		t.Errorf("%d of %d statements seen, %d joined", len(sel), workers*each, joined)
@@ -242,4 +219,19 @@ func (g *errgroup) Go(f func() error) {
 func (g *errgroup) Wait() error {
 	g.wg.Wait()
 	return g.err
+}
+
+// logFirstUnjoined shows the first unjoined statement among its
+// connection's neighbours: a misaligned join shows as rows shifted by one.
+func logFirstUnjoined(t *testing.T, sel []event.Statement) {
+	i := slices.IndexFunc(sel, func(s event.Statement) bool { return !s.Joined })
+	if i < 0 {
+		return
+	}
+	for k := max(i-3, 0); k < min(i+4, len(sel)); k++ {
+		if x := sel[k]; x.ConnID == sel[i].ConnID {
+			t.Logf("conn %d req %d resp %d..%d joined %v: queue %d exec %d delivery %d server %d, notes %v",
+				x.ConnID, x.TReqFirst, x.TRespFirst, x.TRespLast, x.Joined, x.QueueUS, x.ExecUS, x.DeliveryUS, x.ServerUS, x.Notes)
+		}
+	}
 }
