@@ -144,7 +144,7 @@ func (f *flow) becomeMySQL() {
 	f.t.paths.noteFlow(f.point)
 	f.t.countPort(srv.port)
 	f.win.reset(&f.half[toServer], &f.half[toClient])
-	f.dec = f.t.newDec(f, mysqlproto.Options{MidStream: f.midStream})
+	f.dec = f.t.newDec(f, mysqlproto.Options{MidStream: f.midStream, SkipParams: !f.t.opts.KeepLiterals})
 }
 
 // finish handles FIN and RST: both FINs or one RST end the connection.

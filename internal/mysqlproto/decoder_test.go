@@ -387,3 +387,32 @@ func checkOrder(t testing.TB, exs []Exchange) {
 		}
 	}
 }
+
+// TestSkipParams: without the literals, every case decodes to the same
+// exchanges but for the parameters, which stay nil (the types of a
+// statement's first execute still serve its later ones).
+func TestSkipParams(t *testing.T) {
+	var sawParams bool
+	for _, c := range decodeCases {
+		chunks := buildCase(c, false, false)
+		full, _ := decodeChunks(chunks, Options{}, nil)
+		skip, _ := decodeChunks(chunks, Options{SkipParams: true}, nil)
+		if len(full.exs) != len(skip.exs) {
+			t.Fatalf("%s: %d exchanges with parameters, %d without", c.name, len(full.exs), len(skip.exs))
+		}
+		for i := range full.exs {
+			want := full.exs[i]
+			sawParams = sawParams || len(want.Params) > 0
+			if skip.exs[i].Params != nil {
+				t.Errorf("%s: exchange %d rendered its parameters", c.name, i)
+			}
+			want.Params = nil
+			if !reflect.DeepEqual(skip.exs[i], want) {
+				t.Errorf("%s: exchange %d differs:\n got %+v\nwant %+v", c.name, i, skip.exs[i], want)
+			}
+		}
+	}
+	if !sawParams {
+		t.Fatal("no case has parameters: the test compares nothing")
+	}
+}

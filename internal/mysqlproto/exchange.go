@@ -91,4 +91,8 @@ type Options struct {
 	// MidStream tells the decoder the capture began after the handshake:
 	// start in resync mode, waiting for a well-formed command.
 	MidStream bool
+	// SkipParams: the caller shows no literals, so COM_STMT_EXECUTE's
+	// parameter values are not rendered (Exchange.Params stays nil). Their
+	// types are still read: later executes of the statement may omit them.
+	SkipParams bool
 }

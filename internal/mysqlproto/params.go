@@ -114,6 +114,10 @@ func (d *ConnDecoder) decodeValues(h *pending, b []byte, pos, n int, si *stmtInf
 	default:
 		return pos, noteParamTypes
 	}
+	if d.opts.SkipParams {
+		h.ex.Params = nil
+		return pos, ""
+	}
 	if named { // names interleave with types: collect types alone
 		types = compactTypes(types, n)
 	}
