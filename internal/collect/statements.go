@@ -240,5 +240,6 @@ func (c *StatementCursor) prune() {
 	}
 }
 
-// IsOwnSQL reports whether a statement text carries gapscope's marker.
-func IsOwnSQL(sql string) bool { return strings.Contains(sql, Mark) }
+// IsOwnSQL reports whether a statement text is gapscope's own (it starts
+// with the marker).
+func IsOwnSQL(sql string) bool { return strings.HasPrefix(strings.TrimLeft(sql, " \t\r\n"), Mark) }

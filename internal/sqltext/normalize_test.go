@@ -213,7 +213,8 @@ func TestMaxDigestText(t *testing.T) {
 func TestIsOwn(t *testing.T) {
 	for raw, want := range map[string]bool{
 		"/* gapscope */ SELECT 1":                      true,
-		"SELECT /* gapscope */ NOW(6)":                 true,
+		" \n/* gapscope */ SELECT 1":                   true,
+		"SELECT /* gapscope */ NOW(6)":                 false, // gapscope's statements start with it
 		"SELECT 1":                                     false,
 		"SELECT '/* gapscape */'":                      false,
 		"/* gapscope: calibrate */ SELECT UNIX_TIME()": false,

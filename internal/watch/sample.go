@@ -1,9 +1,7 @@
 package watch
 
 import (
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,14 +59,22 @@ func sampledHost(host string, s capture.Sample) bool {
 	return ok && s.Follows(port)
 }
 
-// hostPort is the client port of a processlist HOST (ip:port).
+// hostPort is the client port of a processlist HOST or a wire address
+// (ip:port, [v6]:port), parsed by hand: the join sample asks it of every
+// statement.
 func hostPort(host string) (uint16, bool) {
-	_, p, err := net.SplitHostPort(host)
-	if err != nil {
+	i := strings.LastIndexByte(host, ':')
+	if i < 0 || i == len(host)-1 || len(host)-i > 6 {
 		return 0, false
 	}
-	port, err := strconv.ParseUint(p, 10, 16)
-	return uint16(port), err == nil
+	var port uint32
+	for _, c := range []byte(host[i+1:]) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		port = port*10 + uint32(c-'0')
+	}
+	return uint16(port), port <= 0xffff
 }
 
 // replace takes a processlist read (ids by HOST): the connections it lists

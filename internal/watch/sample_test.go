@@ -142,3 +142,15 @@ func TestBudgetSampleFollowsThePivot(t *testing.T) {
 		t.Error("1 in 1 is not every connection")
 	}
 }
+
+func TestHostPort(t *testing.T) {
+	for in, want := range map[string]int{
+		"10.0.0.1:40312": 40312, "[::1]:3306": 3306, "h:0": 0, "h:65535": 65535,
+		"h:65536": -1, "h": -1, "h:": -1, "h:12a": -1, "localhost": -1, "h:1234567": -1,
+	} {
+		port, ok := hostPort(in)
+		if got := map[bool]int{true: int(port), false: -1}[ok]; got != want {
+			t.Errorf("hostPort(%q) = %d, %v; want %d", in, port, ok, want)
+		}
+	}
+}

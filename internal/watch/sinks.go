@@ -104,8 +104,8 @@ func newFanout(sinks []Sink) *fanout {
 }
 
 func (f *fanout) statement(s *event.Statement) {
-	if f == nil {
-		return
+	if f == nil || len(f.sinks) == 0 {
+		return // the tally is only ever read for the sinks' snapshots
 	}
 	if r := UnjoinedReason(s); r != "" {
 		f.unjoined[r]++

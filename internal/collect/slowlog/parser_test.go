@@ -249,7 +249,7 @@ func TestStatementFields(t *testing.T) {
 
 func TestKeepLiteralsAdminAndOwn(t *testing.T) {
 	log := "# User@Host: a[a] @ h []  Id: 3\n# Query_time: 0.1  Lock_time: 0 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1;\nSELECT 'secret';\n" +
-		"# User@Host: a[a] @ h []  Id: 3\n# Query_time: 0.1  Lock_time: 0 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1;\nSELECT 1 /* gapscope */;\n" +
+		"# User@Host: a[a] @ h []  Id: 3\n# Query_time: 0.1  Lock_time: 0 Rows_sent: 1  Rows_examined: 1\nSET timestamp=1;\n/* gapscope */ SELECT 1;\n" +
 		"# User@Host: a[a] @ h []  Id: 3\n# Query_time: 0.000010  Lock_time: 0 Rows_sent: 0  Rows_examined: 0\nSET timestamp=1;\n# administrator command: Quit;\n"
 	for _, keep := range []bool{false, true} {
 		src := &Source{Reader: strings.NewReader(log), count: &countingReader{}}
