@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -68,7 +69,25 @@ Labs:     gapscope lab threadpool           (private sandbox, no setup)`,
 		root.AddCommand(f())
 	}
 	root.InitDefaultHelpCmd()
+	strictHelp(root)
 	root.InitDefaultCompletionCmd()
 	typeArgErrors(root)
 	return root
+}
+
+// strictHelp makes `gapscope help TOPIC` a usage error when TOPIC names no
+// command (cobra prints the root's help and exits 0).
+func strictHelp(root *cobra.Command) {
+	h, _, err := root.Find([]string{"help"})
+	if err != nil || h == root {
+		return
+	}
+	h.Run = nil
+	h.RunE = func(_ *cobra.Command, args []string) error {
+		target, rest, err := root.Find(args)
+		if err != nil || len(rest) > 0 {
+			return usagef("no help topic %q: gapscope help lists the commands", strings.Join(args, " "))
+		}
+		return target.Help()
+	}
 }

@@ -2,10 +2,15 @@ package collect
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // secrets are the passwords this process has been given (in a DSN, typos
@@ -163,3 +168,20 @@ func nonEmpty(ss ...string) []string {
 	}
 	return out
 }
+
+// driverLog is the MySQL driver's logger: its messages go through Mask
+// like every other, and the one it writes when the pool drops a
+// connection the server closed while idle is left out (the pool retries
+// on a new connection: nothing was lost, and the line looked like a
+// failure in the middle of watch's output).
+type driverLog struct{ w io.Writer }
+
+func (l driverLog) Print(v ...any) {
+	msg := fmt.Sprint(v...)
+	if strings.Contains(msg, "closing bad idle connection") {
+		return
+	}
+	fmt.Fprintf(l.w, "gapscope: mysql driver: %s\n", Mask(strings.TrimSpace(msg)))
+}
+
+func init() { _ = mysql.SetLogger(driverLog{os.Stderr}) }

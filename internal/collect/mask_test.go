@@ -191,3 +191,18 @@ func TestDefaultsFileMalformedRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestDriverLogMasksAndDropsIdleCloses(t *testing.T) {
+	rememberSecret("Dr1verPw")
+	var b strings.Builder
+	l := driverLog{&b}
+	l.Print("closing bad idle connection: ", "unexpected read from socket")
+	l.Print("net.Error from Dial()': dial tcp mon:Dr1verPw@tcp(10.0.0.1:1): refused")
+	out := b.String()
+	if strings.Contains(out, "idle") || strings.Contains(out, "Dr1verPw") {
+		t.Fatalf("driver log %q: an idle close or a password got through", out)
+	}
+	if !strings.HasPrefix(out, "gapscope: mysql driver: ") || !strings.Contains(out, "refused") {
+		t.Fatalf("driver log %q: the dial error is missing", out)
+	}
+}

@@ -44,7 +44,13 @@ const DefaultCacheSize = 10_000
 // gapscope sends starts with its marker comment. Only the start is looked
 // at: the capture asks this of every statement it decodes, and a search
 // through each statement's whole text was a measurable part of its cost.
-func IsOwn(raw []byte) bool { return bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte(Marker)) }
+func IsOwn(raw []byte) bool {
+	i := 0
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+		i++
+	}
+	return bytes.HasPrefix(raw[i:], []byte(Marker))
+}
 
 type cached struct {
 	rawLen       int // length of the key: guards against a 64-bit hash collision between lengths
