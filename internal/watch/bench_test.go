@@ -235,7 +235,8 @@ func BenchmarkJoinSinkUnjoined(b *testing.B) { joinBench(b, false) }
 // BenchmarkOnWire is the capture callback's hand-off: the own-connection
 // filter and the non-blocking queue send, with the engine loop's receive.
 func BenchmarkOnWire(b *testing.B) {
-	e := &engine{own: newOwnAddrs(), wire: make(chan *event.Statement, 1024), rule: newOutlierRule(), newConns: make(chan struct{}, 1), knownConns: map[uint64]struct{}{}}
+	e := &engine{own: newOwnAddrs(), wire: make(chan *event.Statement, 1024), newConns: make(chan struct{}, 1),
+		wireStage: wireStage{rule: newOutlierRule(), knownConns: map[uint64]struct{}{}}}
 	for p := range 4 { // watch's own pool connections
 		e.own.add("127.0.0.1:" + strconv.Itoa(50000+p))
 	}
@@ -256,7 +257,8 @@ func BenchmarkOnWire(b *testing.B) {
 // TestOnWireAllocFree: the capture goroutine's callback must not allocate
 // (it runs once per statement on the goroutine that drains the ring).
 func TestOnWireAllocFree(t *testing.T) {
-	e := &engine{own: newOwnAddrs(), wire: make(chan *event.Statement, 1), rule: newOutlierRule(), newConns: make(chan struct{}, 1), knownConns: map[uint64]struct{}{}}
+	e := &engine{own: newOwnAddrs(), wire: make(chan *event.Statement, 1), newConns: make(chan struct{}, 1),
+		wireStage: wireStage{rule: newOutlierRule(), knownConns: map[uint64]struct{}{}}}
 	e.own.add("127.0.0.1:50000")
 	st := &event.Statement{Conn: "127.0.0.1:40000>" + benchServer}
 	own := &event.Statement{Conn: "127.0.0.1:50000>" + benchServer}

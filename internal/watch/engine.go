@@ -37,9 +37,13 @@ import (
 //  5. sinks: Options.OnStatement (events file, store) from sink.add, and
 //     the Result at the end.
 //
-// Fields are grouped by the stage that owns them; what crosses stages
-// goes through a channel (wire, slow) or a lock (serverM, the joiner's).
+// Each stage's state is its own type below, embedded so that code reads
+// e.targets rather than e.poll.targets; what crosses stages goes through a
+// channel (wire, slow, newConns), atomics (counters) or a lock (serverSide,
+// and the joiner's, the sink's and the sample's own).
 type engine struct {
+	// Set by Run and connect before any goroutine starts; read-only after
+	// (the pointers' targets are safe for concurrent use).
 	opts    Options
 	own     *ownAddrs
 	db      *sql.DB
@@ -47,28 +51,73 @@ type engine struct {
 	info    collect.ServerInfo
 	caps    collect.Capabilities
 	clock   *collect.Recalibrator
-	cursor  *collect.StatementCursor
 	joiner  *join.Joiner
 	sink    *sink
-	wire    chan *event.Statement
-	notes   noteList
+	restore func(context.Context)
+	plans   *plans.Catcher
+	// sample is the join sample: the connections whose fast statements
+	// are joined (the CPU budget's policy; all without a budget).
+	sample  *connSample
+	live    *capture.Live // nil without a capture
+	sockets *socketWatch  // nil unless the server runs on this host
+	path    *pathWatch    // nil when the server runs on this host
+	// noWire: no capture this run (--no-capture, or it could not open; set
+	// by serverOnly).
+	noWire bool
+
+	// Hand-offs between stages. wire: every wire statement, capture ->
+	// loop. slow: each outlier's identity, capture -> poller, which reads
+	// its thread (targets). newConns: the wire saw a connection open (its
+	// handshake), capture -> poller, which reads its thread while it lives
+	// (learnThreads).
+	wire     chan *event.Statement
+	slow     chan target
+	newConns chan struct{}
+
+	notes  noteList // its own lock
+	losses lossLog  // its own lock: the polls whose reads found the ring had turned over
+	counters
+	serverSide
+	wireStage
+	pollStage
+	viewStage
+}
+
+// counters are bumped by one stage and read by others.
+type counters struct {
+	drops     atomic.Int64 // statements the wire queue had no room for
+	ownHits   atomic.Int64 // watch's own statements seen on the wire
+	slowDrops atomic.Int64 // outliers the slow queue had no room for
+}
+
+// serverSide is what the poller learns of the server, read by the loop
+// and the result; all of it guarded by serverM.
+type serverSide struct {
+	serverM sync.Mutex
 	server  ServerSideStats
-	serverM sync.Mutex // guards server, pool, status
 	pool    []collect.PoolGroup
 	status  map[string]string
 	// statusAt is when status was read; queryRate the server's statements
-	// per second since the read before (guarded by serverM).
+	// per second since the read before.
 	statusAt  time.Time
 	queryRate float64
-	drops     atomic.Int64
-	ownHits   atomic.Int64
-	restore   func(context.Context)
-	plans     *plans.Catcher
-	// sample is the join sample: the connections whose fast statements
-	// are joined (the CPU budget's policy; all without a budget).
-	sample *connSample
-	procs  collect.ProcesslistReader // poller goroutine only (and connect, before it)
-	hosts  map[uint64]string         // the last processlist read: HOST by id (same goroutines)
+	// startedAt is the server's start (Unix seconds), to tell a restart
+	// from a lost connection.
+	startedAt int64
+}
+
+// wireStage belongs to the capture's goroutine (onWire).
+type wireStage struct {
+	rule       *outlierRule
+	knownConns map[uint64]struct{} // connections whose handshake was seen
+}
+
+// pollStage belongs to the poller's goroutine (and connect, before it
+// starts).
+type pollStage struct {
+	cursor *collect.StatementCursor // history_long, incremental
+	procs  collect.ProcesslistReader
+	hosts  map[uint64]string // the last processlist read: HOST by id
 	// appPorts are the client ports of the application's connections on
 	// the wire (not watch's own) in that read: what the governor's
 	// estimates count, for every sample it weighs.
@@ -77,39 +126,17 @@ type engine struct {
 	// (choosePivot), pivotKey its key.
 	pivotHost string
 	pivotKey  uint32
-	live      *capture.Live // nil without a capture
-	// noWire: no capture this run (--no-capture, or it could not open; set
-	// by serverOnly).
-	noWire  bool
-	gov     *governor    // nil without a CPU budget (poller goroutine only)
-	sockets *socketWatch // nil unless the server runs on this host
-	path    *pathWatch   // nil when the server runs on this host
-	// sampleReadAt is when a sampled poll last re-read the processlist
-	// (poller goroutine only).
+	gov       *governor // nil without a CPU budget
+	// sampleReadAt is when a sampled poll last re-read the processlist.
 	sampleReadAt time.Time
-	// rule is the outlier rule (capture goroutine only); slow carries each
-	// outlier's identity to the poller, which reads its thread (targets).
-	rule      *outlierRule
-	slow      chan target
-	slowDrops atomic.Int64
-	targets   *targets // poller goroutine only
-	// losses are the polls whose reads found the ring had turned over
-	// (for the notes of the statements it cost).
-	losses lossLog
-	// lastPollAt is when history_long was last read (poller goroutine).
-	lastPollAt int64
-	// newConns tells the poller the wire saw a connection open (its
-	// handshake): its thread is read while it lives (learnThreads).
-	// knownConns belongs to the capture goroutine.
-	newConns   chan struct{}
-	knownConns map[uint64]struct{}
-	learn      threadLearner // poller goroutine only
-	// link belongs to the poller goroutine; startedAt (the server's start,
-	// Unix seconds, to tell a restart from a lost connection) is guarded by
-	// serverM.
-	link      serverLink
-	startedAt int64
-	// live view state, on the main loop's goroutine
+	targets      *targets
+	lastPollAt   int64 // when history_long was last read
+	learn        threadLearner
+	link         serverLink
+}
+
+// viewStage belongs to the main loop's goroutine (the live view).
+type viewStage struct {
 	liveFindings   []event.Finding
 	liveFindingsAt time.Time
 	liveVars       map[string]string
@@ -147,8 +174,8 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(capture.Sample{N: opts.Sample}),
-		rule: newOutlierRule(), slow: make(chan target, slowQueue), noWire: opts.NoCapture,
-		newConns: make(chan struct{}, 1), knownConns: map[uint64]struct{}{}}
+		slow: make(chan target, slowQueue), noWire: opts.NoCapture, newConns: make(chan struct{}, 1),
+		wireStage: wireStage{rule: newOutlierRule(), knownConns: map[uint64]struct{}{}}}
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
