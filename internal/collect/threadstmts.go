@@ -26,6 +26,10 @@ type ThreadStatements struct {
 	// fields of each query, by table.
 	fields map[string][]field[ServerStatement]
 	intern interner
+	// connOf: THREAD_ID -> connection id (0: a background thread) of the
+	// threads ReadRunning met; a thread id is never reused, so a scan reads
+	// performance_schema.threads only when it meets a new thread.
+	connOf map[uint64]uint64
 }
 
 // Prepare learns the tables' columns; it fails when neither exists.
@@ -124,13 +128,12 @@ func (t *ThreadStatements) ReadRunning(ctx context.Context, db queryer, minWait 
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	threads, err := Threads(ctx, db)
-	if err != nil {
+	if err := t.learnConns(ctx, db, rows); err != nil {
 		return nil, err
 	}
 	out := rows[:0]
 	for _, r := range rows {
-		if r.ConnID = threads[r.ThreadID]; r.ConnID == 0 || r.NestingLevel > 0 || r.NestingType == "STATEMENT" {
+		if r.ConnID = t.connOf[r.ThreadID]; r.ConnID == 0 || r.NestingLevel > 0 || r.NestingType == "STATEMENT" {
 			continue
 		}
 		r.Source, r.TimerEnd, r.EndUS = SourceRunning, 0, 0
@@ -140,6 +143,32 @@ func (t *ThreadStatements) ReadRunning(ctx context.Context, db queryer, minWait 
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ForgetThreads drops the threads learnt (a server restart: thread ids
+// start over).
+func (t *ThreadStatements) ForgetThreads() { clear(t.connOf) }
+
+// learnConns reads the connections of the threads of rows it does not
+// know yet.
+func (t *ThreadStatements) learnConns(ctx context.Context, db queryer, rows []ServerStatement) error {
+	if !slices.ContainsFunc(rows, func(r ServerStatement) bool { _, ok := t.connOf[r.ThreadID]; return !ok }) {
+		return nil
+	}
+	threads, err := Threads(ctx, db)
+	if err != nil {
+		return err
+	}
+	if t.connOf == nil || len(t.connOf) > 100_000 {
+		t.connOf = map[uint64]uint64{} // a cache: threads come and go
+	}
+	for tid, conn := range threads {
+		t.connOf[tid] = conn
+	}
+	for _, r := range rows {
+		t.connOf[r.ThreadID] = threads[r.ThreadID] // 0: no connection's
+	}
+	return nil
 }
 
 func (t *ThreadStatements) query(ctx context.Context, db queryer, q string, fields []field[ServerStatement]) ([]ServerStatement, error) {

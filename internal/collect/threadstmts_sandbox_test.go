@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 )
@@ -68,5 +69,60 @@ func TestThreadStatementsAndExceptBelowSandbox(t *testing.T) {
 	}
 	if !found || sources[SourceHistory] == 0 {
 		t.Errorf("the thread's rows by source %v; its last slow statement found: %v", sources, found)
+	}
+}
+
+// ReadRunning returns the statements running beyond a threshold, each with
+// its connection; a thread first met on a later read is looked up then
+// (the connections of the threads met before are remembered).
+func TestReadRunningSandbox(t *testing.T) {
+	db := monitor(t)
+	ctx := context.Background()
+	clock, err := Calibrate(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts ThreadStatements
+	sleeping := func() map[uint64]ServerStatement {
+		t.Helper()
+		rows, err := ts.ReadRunning(ctx, db, 50*time.Millisecond, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uint64]ServerStatement{}
+		for _, r := range rows {
+			if r.SQLText == "SELECT SLEEP(2)" {
+				out[r.ConnID] = r
+			}
+		}
+		return out
+	}
+	start := func(conn *sql.Conn) <-chan error {
+		done := make(chan error, 1)
+		go func() { _, err := conn.ExecContext(ctx, "SELECT SLEEP(2)"); done <- err }()
+		return done
+	}
+	first, firstID := app(t)
+	done := start(first)
+	time.Sleep(200 * time.Millisecond)
+	before := time.Now().UnixMicro()
+	got := sleeping()
+	if r, ok := got[firstID]; !ok || r.Source != SourceRunning || r.EndUS != 0 || r.StartUS == 0 || r.StartUS > before {
+		t.Fatalf("first read: %+v", got)
+	}
+	second, secondID := app(t) // a thread the first read could not know
+	done2 := start(second)
+	time.Sleep(200 * time.Millisecond)
+	got = sleeping()
+	if _, ok := got[firstID]; !ok {
+		t.Errorf("second read lost connection %d: %+v", firstID, got)
+	}
+	if _, ok := got[secondID]; !ok {
+		t.Errorf("second read: the thread of connection %d, new, not looked up: %+v", secondID, got)
+	}
+	for _, d := range []<-chan error{done, done2} {
+		if err := <-d; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -62,8 +62,9 @@ const (
 	SourceHistory     = "events_statements_history"
 	SourceCurrent     = "events_statements_current"
 	// SourceRunning: read from events_statements_current while it still
-	// ran, its thread gone before its final row could be read; its end is
-	// the caller's (watch takes the wire's first answer byte).
+	// ran, its final row gone before it could be read (the thread ended, or
+	// its next statements pushed it out of the thread's history); its end
+	// is the caller's (watch takes the wire's first answer byte).
 	SourceRunning = "events_statements_current (read while running; end from the wire)"
 )
 

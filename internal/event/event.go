@@ -67,7 +67,9 @@ type Statement struct {
 	// JoinSource names the performance_schema table the server row came
 	// from: events_statements_history_long (the periodic read),
 	// events_statements_history or events_statements_current (reads of
-	// the statement's own thread, for a statement that stood out).
+	// the statement's own thread, for a statement that stood out), or
+	// "events_statements_current (read while running; end from the wire)"
+	// for one whose thread no longer kept its row (docs/events.md).
 	JoinSource string `json:"join_source,omitempty"`
 	// Outlier: the statement's client time stood out (watch's outlier
 	// rule), so watch read its thread's history for it.

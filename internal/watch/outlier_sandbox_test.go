@@ -235,3 +235,110 @@ func logFirstUnjoined(t *testing.T, sel []event.Statement) {
 		}
 	}
 }
+
+// A slow statement on a busy connection: the connection runs point selects
+// back to back and, every ~300 ms, a 30 ms SLEEP, so that ten statements
+// follow each SLEEP within milliseconds and its thread's 10-row history has
+// moved past it by the time watch reads it. history_long (1,000 rows, read
+// every 3 s) holds each SLEEP for a few percent of that time only, but
+// gives the joiner enough consecutive rows to learn the server's clock.
+// The row read while the SLEEP ran joins it, its end taken from the wire;
+// only the first may be missed (the running scans speed up once a busy
+// connection's outlier was found rolled over).
+func TestOutlierOfABusyConnectionJoined(t *testing.T) {
+	args := append(slices.Clone(serverArgs), "--performance-schema-events-statements-history-long-size=1000")
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: args})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	setup, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"CREATE DATABASE busy", "CREATE TABLE busy.t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO busy.t SELECT seq, seq FROM busy.seq_1_to_100"} {
+		if _, err := setup.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	setup.Close()
+	opts := DefaultOptions()
+	opts.DSN, opts.Iface = monitorDSN(t, inst), "lo"
+	opts.PollInterval, opts.MinPollInterval = 3*time.Second, 3*time.Second
+	var mu sync.Mutex
+	var slow []event.Statement
+	var fast int
+	opts.OnStatement = func(s *event.Statement) {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(strings.ToUpper(s.SQL), "SLEEP") {
+			slow = append(slow, *s)
+		} else if strings.HasPrefix(s.SQL, "select v from busy.t") {
+			fast++
+		}
+	}
+	const slowCount, sleepUS = 20, 30_000
+	res := runDuring(t, ctx, opts, func() error {
+		db, err := inst.Open("")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		next := time.Now().Add(300 * time.Millisecond)
+		for i, sent := 0, 0; sent < slowCount; i++ {
+			q := "SELECT v FROM busy.t WHERE id = " + strconv.Itoa(1+i%100)
+			if time.Now().After(next) {
+				q, next = "SELECT SLEEP(0.03)", time.Now().Add(300*time.Millisecond)
+				sent++
+			}
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		for range 20 { // the statements that push the last SLEEP out of its thread's history
+			if _, err := c.ExecContext(ctx, "SELECT v FROM busy.t WHERE id = 1"); err != nil {
+				return err
+			}
+		}
+		time.Sleep(time.Second)
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	t.Log(res.Coverage.Summary())
+	var joined, wrong int
+	for _, s := range slow {
+		if !s.Joined {
+			continue
+		}
+		joined++
+		// A loaded host may oversleep: the statement's own client time
+		// bounds its exec then.
+		if s.ExecUS < sleepUS*9/10 || s.ExecUS > max(sleepUS*11/10, s.ClientUS) || s.RequestUS+s.QueueUS+s.ExecUS+s.SendStallUS+s.DeliveryUS != s.ClientUS {
+			wrong++
+			t.Errorf("SLEEP joined from %q: exec %d µs, parts %d+%d+%d+%d+%d of %d µs", s.JoinSource, s.ExecUS,
+				s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS, s.ClientUS)
+		}
+	}
+	t.Logf("%d point selects seen; %d of %d SLEEP statements joined (%d with wrong parts); by source %v",
+		fast, joined, len(slow), wrong, res.Coverage.JoinedBySource)
+	if len(slow) != slowCount {
+		t.Fatalf("%d SLEEP statements reported, want %d", len(slow), slowCount)
+	}
+	if fast < 100*slowCount {
+		t.Errorf("%d point selects, want at least %d: too few to push each SLEEP out of its thread's history", fast, 100*slowCount)
+	}
+	if joined < slowCount-1 {
+		for _, s := range slow {
+			if !s.Joined {
+				t.Logf("unjoined: client %d µs, notes %v", s.ClientUS, s.Notes)
+				break
+			}
+		}
+		t.Errorf("%d of %d slow statements of a busy connection joined, want at least %d", joined, slowCount, slowCount-1)
+	}
+}

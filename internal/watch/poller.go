@@ -69,7 +69,8 @@ func (e *engine) pollHistory(ctx context.Context, every *time.Duration, lastSlow
 func (e *engine) nextWake(now time.Time) (time.Duration, bool) {
 	wait, ok := e.targets.wait(now)
 	if e.cursor != nil && e.targets.current && !e.targets.failed {
-		w := max(e.targets.scannedAt.Add(runningEvery).Sub(now), 0)
+		every, _ := e.targets.scanPace(now)
+		w := max(e.targets.scannedAt.Add(every).Sub(now), 0)
 		if !ok || w < wait {
 			wait, ok = w, true
 		}

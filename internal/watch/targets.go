@@ -69,11 +69,11 @@ type targets struct {
 	reader           collect.ThreadStatements
 	failed           bool // reads kept failing (maxFailures): the note says so
 	failures         int  // consecutive failed reads
-	// running: the statement each connection ran beyond the outlier floor
-	// when events_statements_current was last scanned (scanRunning), for
-	// an outlier whose thread has ended before its final row was read.
-	running   map[uint64]collect.ServerStatement
+	// running: per connection, the last statements scanRunning saw
+	// running, for an outlier whose own row its thread no longer keeps.
+	running   map[uint64][]collect.ServerStatement
 	scannedAt time.Time
+	busyUntil time.Time // scans run at the busy pace until then (scanPace)
 	// missed counts outliers whose row no read found, under missM: the
 	// joiner's goroutines read it for their notes.
 	missM  sync.Mutex
@@ -82,7 +82,7 @@ type targets struct {
 
 func newTargets(history, current bool) *targets {
 	return &targets{history: history, current: current, fed: map[rowKey]time.Time{}, threadOf: map[uint64]uint64{},
-		running: map[uint64]collect.ServerStatement{}}
+		running: map[uint64][]collect.ServerStatement{}}
 }
 
 func (t *targets) add(tg target, now time.Time) {
@@ -166,24 +166,18 @@ func (e *engine) readTargets(ctx context.Context) {
 	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
 	off, tol := js.OffsetUS, 2000+errUS
 	var feed []collect.ServerStatement
-	found := 0
 	for _, p := range due {
-		i := bestRow(rows, p, off, tol, errUS+100)
-		if i < 0 {
-			if r, ok := t.endedRunning(p, rows, off, tol); ok {
-				p.tries = -1
-				feed = append(feed, r)
-			}
+		r, ok := t.rowFor(p, rows, off, tol, errUS, now)
+		if !ok {
 			continue
 		}
-		found++
-		p.tries = -1 // done
-		r := rows[i]
+		// A running row has no END_EVENT_ID yet: a statement without
+		// nested events ends on its own id.
 		key := rowKey{r.ThreadID, r.EventID}
-		if _, dup := t.fed[key]; dup || e.cursor.Returned(r.ThreadID, r.EndEventID) {
+		if _, dup := t.fed[key]; dup || e.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
 			continue
 		}
-		t.fed[key] = now
+		t.fed[key] = now // history_long's copy, if it returns one, is dropped
 		feed = append(feed, r)
 	}
 	t.requeue(due, now)
@@ -224,49 +218,142 @@ func (t *targets) giveUpAll() {
 	t.list = t.list[:0]
 }
 
-// runningEvery is how often events_statements_current is scanned for
-// statements running beyond the outlier floor (one small read: a row per
-// thread); a statement of twice that is seen running at least once.
-const runningEvery = 100 * time.Millisecond
+// The running scans. Every runningEvery, events_statements_current is read
+// for the statements running beyond the outlier floor: one small query, a
+// row per thread at most, and a statement of twice that is seen running at
+// least once. A busy connection (hundreds of statements a second) pushes a
+// slow statement out of its thread's 10-row history within milliseconds,
+// before watch can read it: once that happened, scans run every
+// busyRunningEvery for busyScanFor, with a threshold of busyRunningMin,
+// so that a statement just past the outlier floor is seen running too (a
+// 30 ms one always, a 10 ms one often). That is at most fifty such queries
+// a second, and only while busy connections have outliers; what a scan
+// remembers is used only for a statement the wire later finds to be an
+// outlier.
+const (
+	runningEvery     = 100 * time.Millisecond
+	busyRunningEvery = 20 * time.Millisecond
+	busyRunningMin   = 2 * time.Millisecond
+	busyScanFor      = 30 * time.Second
+	// runningKept: the statements remembered per connection, the newest;
+	// a busy connection's outlier is looked up a few scans after it ran.
+	runningKept = 4
+)
 
-// scanRunning remembers, per connection, the statement running beyond the
-// outlier floor now. A client that quits right after a slow statement
-// takes its thread, and the thread's history with it, before watch can
-// read them: what was read while it ran is then all there is.
+// scanPace is how often the running scan reads and the least time a
+// statement must have run to be remembered.
+func (t *targets) scanPace(now time.Time) (every, atLeast time.Duration) {
+	if now.Before(t.busyUntil) {
+		return busyRunningEvery, busyRunningMin
+	}
+	return runningEvery, outlierFloor
+}
+
+// scanRunning remembers, per connection, the statements running beyond the
+// threshold now. A client that quits right after a slow statement takes
+// its thread, and the thread's history with it, before watch can read
+// them, and a busy connection's next statements push it out of its
+// thread's history: what was read while it ran is then all there is.
 func (e *engine) scanRunning(ctx context.Context) {
 	t := e.targets
-	if e.cursor == nil || !t.current || t.failed || time.Since(t.scannedAt) < runningEvery {
+	now := time.Now()
+	every, atLeast := t.scanPace(now)
+	if e.cursor == nil || !t.current || t.failed || now.Sub(t.scannedAt) < every {
 		return
 	}
-	t.scannedAt = time.Now()
+	t.scannedAt = now
 	clock, _ := e.clock.Clock()
-	rows, err := t.reader.ReadRunning(ctx, e.db, outlierFloor, clock)
+	rows, err := t.reader.ReadRunning(ctx, e.db, atLeast, clock)
 	if err != nil {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
+	t.remember(rows)
+}
+
+// remember adds the statements a scan saw running to their connections'
+// last runningKept (a statement seen by several scans counts once).
+func (t *targets) remember(rows []collect.ServerStatement) {
 	for _, r := range rows {
-		t.running[r.ConnID] = r
+		seen := t.running[r.ConnID]
+		if slices.ContainsFunc(seen, func(s collect.ServerStatement) bool { return s.ThreadID == r.ThreadID && s.EventID == r.EventID }) {
+			continue
+		}
+		if len(seen) == runningKept {
+			seen = slices.Delete(seen, 0, 1)
+		}
+		t.running[r.ConnID] = append(seen, r)
 	}
 	if len(t.running) > 10_000 {
-		clear(t.running)
+		clear(t.running) // a cache: connections come and go
 	}
 }
 
-// endedRunning is the row read while p's statement ran, when p's thread has
-// ended since (the read of its thread returned nothing: a live thread has
-// at least its current statement): its start is the server's, its end the
-// wire's first answer byte (the server ends a statement as it sends its
-// answer).
-func (t *targets) endedRunning(p *pendingTarget, read []collect.ServerStatement, off, tol int64) (collect.ServerStatement, bool) {
-	if !t.current || slices.ContainsFunc(read, func(r collect.ServerStatement) bool { return r.ConnID == p.connID }) {
-		return collect.ServerStatement{}, false // alive: its own rows will tell
+// rowFor is the row for p among what the read of its thread returned, or
+// the row read while it ran when its own is gone (rowGone); false when
+// there is none yet (p.tries says whether it is read again: requeue).
+// A history row's start may lie tol outside p's window (the clock's
+// calibration), a running row's only the clock's error (see fromRunning).
+func (t *targets) rowFor(p *pendingTarget, read []collect.ServerStatement, off, tol, errUS int64, now time.Time) (collect.ServerStatement, bool) {
+	gone := t.rowGone(p, read, off, errUS, now)
+	if gone {
+		if r, ok := t.fromRunning(p, off, errUS+100); ok {
+			p.tries = -1
+			return r, true
+		}
 	}
-	delete(t.threadOf, p.connID) // gone: a thread id is not reused, but a connection id may be
-	r, ok := t.running[p.connID]
-	if !ok || r.StartUS-off < p.reqFirst-tol || r.StartUS-off > p.respFirst+tol {
+	i := bestRow(read, p, off, tol, errUS+100)
+	switch {
+	case i >= 0:
+		p.tries = -1 // done
+		return read[i], true
+	case gone:
+		p.tries = len(retryAfter) // reading it again cannot help: requeue gives it up
+	}
+	return collect.ServerStatement{}, false
+}
+
+// rowGone reports whether p's own row is gone from what its thread keeps,
+// given what the last read of it returned: the thread has ended (none of
+// its rows came back: a live thread has at least its current statement),
+// or its history has moved past p (every row started after p's answer
+// began, by more than errUS, the clock's error: the server starts a
+// statement before it answers). The latter is a busy connection's: the
+// running scans speed up for a while (scanPace).
+func (t *targets) rowGone(p *pendingTarget, read []collect.ServerStatement, off, errUS int64, now time.Time) bool {
+	n := 0
+	for _, r := range read {
+		if r.ConnID != p.connID {
+			continue
+		}
+		if r.StartUS == 0 || r.StartUS-off <= p.respFirst+errUS {
+			return false // p's own, or its row not recorded yet
+		}
+		n++
+	}
+	if n == 0 {
+		delete(t.threadOf, p.connID) // a thread id is not reused, but a connection id may be
+		return true
+	}
+	t.busyUntil = now.Add(busyScanFor)
+	return true
+}
+
+// fromRunning is the row a running scan read while p's statement ran, for
+// an outlier whose own row is gone (rowGone): its start is the server's,
+// its end the wire's first answer byte (the server ends a statement as it
+// sends its answer), and its Source says so (collect.SourceRunning). Its
+// start must lie in p's window within tol, the clock's error: not the
+// slack a history row gets, as the statement before p, seen running while
+// the server finished it after its answer, may have started just before
+// p's request.
+func (t *targets) fromRunning(p *pendingTarget, off, tol int64) (collect.ServerStatement, bool) {
+	seen := t.running[p.connID]
+	i := bestRow(seen, p, off, tol, 0)
+	if i < 0 {
 		return collect.ServerStatement{}, false
 	}
-	delete(t.running, p.connID)
+	r := seen[i]
+	t.running[p.connID] = slices.Delete(seen, i, i+1)
 	r.EndUS = max(p.respFirst+off, r.StartUS) // on the server's clock, as the joiner expects
 	r.TimerWait = uint64(r.EndUS-r.StartUS) * collect.PicosPerMicro
 	return r, true
@@ -336,6 +423,8 @@ func (t *targets) forget() {
 	t.list = t.list[:0]
 	clear(t.fed)
 	clear(t.threadOf)
+	clear(t.running)
+	t.reader.ForgetThreads()
 }
 
 func (t *targets) missedCount() int64 {

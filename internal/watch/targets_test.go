@@ -142,3 +142,157 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 }
+
+// busyTarget is an outlier of connection 5 whose request ended at 1,000
+// and whose answer began at 31,000 (capture clock, µs).
+func busyTarget() *pendingTarget {
+	return &pendingTarget{target: target{connID: 5, reqFirst: 990, reqLast: 1_000, respFirst: 31_000, respLast: 31_050}}
+}
+
+// sleepRunning is the outlier's statement as a running scan read it: its
+// start 40 µs after the request, no end yet (server clock = capture + off).
+func sleepRunning(off int64) collect.ServerStatement {
+	return collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, SQLText: "SELECT SLEEP(0.03)",
+		StartUS: 1_040 + off, Source: collect.SourceRunning}
+}
+
+// movedOn is what the thread's read returns once ten statements followed
+// the outlier, the first 2.5 ms after its answer began.
+func movedOn(off int64) []collect.ServerStatement {
+	var rows []collect.ServerStatement
+	for i := range 10 {
+		start := 33_500 + int64(i)*150 + off
+		rows = append(rows, collect.ServerStatement{ThreadID: 9, EventID: uint64(101 + i), ConnID: 5, StartUS: start, EndUS: start + 60,
+			Source: collect.SourceHistory})
+	}
+	return rows
+}
+
+// An outlier whose thread's history moved past it is joined from the row
+// read while it ran: its start the server's, its end the wire's first
+// answer byte, said in its source; and the running scans speed up.
+func TestRolledOverOutlierFromRunningRow(t *testing.T) {
+	const off = 500 // the server's clock ahead of the capture's
+	tg := newTargets(true, true)
+	tg.remember([]collect.ServerStatement{sleepRunning(off)})
+	now := time.Unix(1000, 0)
+	p := busyTarget()
+	r, ok := tg.rowFor(p, movedOn(off), off, 2_000, 100, now)
+	if !ok || r.EventID != 100 || r.StartUS != 1_040+off || r.EndUS != 31_000+off || r.Source != collect.SourceRunning {
+		t.Fatalf("fed %v: %+v", ok, r)
+	}
+	if r.TimerWait != uint64(29_960)*collect.PicosPerMicro || p.tries != -1 {
+		t.Errorf("timer wait %d ps, tries %d", r.TimerWait, p.tries)
+	}
+	if every, atLeast := tg.scanPace(now); every != busyRunningEvery || atLeast != busyRunningMin {
+		t.Errorf("after a rolled-over outlier the scans run every %v for statements past %v", every, atLeast)
+	}
+	if every, _ := tg.scanPace(now.Add(busyScanFor + time.Second)); every != runningEvery {
+		t.Errorf("long after: every %v, want %v", every, runningEvery)
+	}
+	if len(tg.running[5]) != 0 {
+		t.Errorf("the running row is kept after it was fed: %+v", tg.running[5])
+	}
+}
+
+// The oldest row left in the thread's history started 1.4 ms after the
+// outlier's answer: within the slack a history row's start gets, but the
+// outlier's own running row fits its window; the later statement is not
+// taken for it.
+func TestRolledOverPrefersRunningRowToALaterStatement(t *testing.T) {
+	tg := newTargets(true, true)
+	tg.remember([]collect.ServerStatement{sleepRunning(0)})
+	read := movedOn(0)
+	read[0].StartUS, read[0].EndUS = 32_400, 32_440
+	p := busyTarget()
+	r, ok := tg.rowFor(p, read, 0, 2_000, 100, time.Now())
+	if !ok || r.EventID != 100 || r.Source != collect.SourceRunning {
+		t.Fatalf("fed %v: %+v", ok, r)
+	}
+	// Without the running row, the history's nearest row is all there is
+	// (the clock's calibration may be that far off).
+	tg = newTargets(true, true)
+	if r, ok := tg.rowFor(busyTarget(), read, 0, 2_000, 100, time.Now()); !ok || r.EventID != 101 || r.Source != collect.SourceHistory {
+		t.Errorf("without a running row: fed %v, %+v", ok, r)
+	}
+}
+
+// A running row that does not fit the outlier's window is not fed: the
+// statement before it (seen running while the server finished it after
+// its answer, started 300 µs before the outlier's request) or one that
+// started after its answer. The outlier is given up at once: reading its
+// thread again cannot bring its row back.
+func TestRolledOverRunningRowThatDoesNotFit(t *testing.T) {
+	for name, start := range map[string]int64{"the statement before": 700, "a later statement": 31_300} {
+		tg := newTargets(true, true)
+		before := sleepRunning(0)
+		before.StartUS = start
+		tg.remember([]collect.ServerStatement{before})
+		now := time.Unix(1000, 0)
+		tg.add(busyTarget().target, now)
+		due := tg.due(now)
+		due[0].connID = 5
+		if r, ok := tg.rowFor(due[0], movedOn(0), 0, 2_000, 100, now); ok {
+			t.Errorf("%s: fed %+v", name, r)
+		}
+		tg.requeue(due, now)
+		if _, pending := tg.wait(now); pending || tg.missedCount() != 1 {
+			t.Errorf("%s: still pending %v, missed %d", name, pending, tg.missedCount())
+		}
+	}
+}
+
+// A live thread whose history still holds the outlier joins it from
+// there, not from the running row; one whose history holds only the
+// statements before it (the server records a statement's end after its
+// answer) is read again.
+func TestAliveThreadHistoryCovers(t *testing.T) {
+	tg := newTargets(true, true)
+	tg.remember([]collect.ServerStatement{sleepRunning(0)})
+	before := collect.ServerStatement{ThreadID: 9, EventID: 99, ConnID: 5, StartUS: 500, EndUS: 600, Source: collect.SourceHistory}
+	own := collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, StartUS: 1_040, EndUS: 31_010, Source: collect.SourceHistory}
+	now := time.Unix(1000, 0)
+	p := busyTarget()
+	r, ok := tg.rowFor(p, []collect.ServerStatement{before, own, movedOn(0)[0]}, 0, 2_000, 100, now)
+	if !ok || r != own || p.tries != -1 {
+		t.Fatalf("fed %v: %+v, tries %d", ok, r, p.tries)
+	}
+	if every, _ := tg.scanPace(now); every != runningEvery || len(tg.running[5]) != 1 {
+		t.Errorf("scans every %v, running rows %d", every, len(tg.running[5]))
+	}
+	p = busyTarget()
+	if r, ok := tg.rowFor(p, []collect.ServerStatement{before}, 0, 2_000, 100, now); ok || p.tries != 0 {
+		t.Errorf("history not there yet: fed %v %+v, tries %d", ok, r, p.tries)
+	}
+}
+
+// A thread that ended (its read returned nothing) joins its outlier from
+// the running row, as one whose history moved on does.
+func TestEndedThreadFromRunningRow(t *testing.T) {
+	tg := newTargets(true, true)
+	tg.threadOf[5] = 9
+	tg.remember([]collect.ServerStatement{sleepRunning(0)})
+	other := collect.ServerStatement{ThreadID: 12, EventID: 7, ConnID: 6, StartUS: 1_100, EndUS: 1_200}
+	r, ok := tg.rowFor(busyTarget(), []collect.ServerStatement{other}, 0, 2_000, 100, time.Now())
+	if !ok || r.EventID != 100 || r.EndUS != 31_000 {
+		t.Fatalf("fed %v: %+v", ok, r)
+	}
+	if _, known := tg.threadOf[5]; known {
+		t.Error("the ended thread is still taken for the connection's")
+	}
+}
+
+// A scan's rows are remembered per connection, a statement seen by several
+// scans once, the newest runningKept of each.
+func TestRememberRunning(t *testing.T) {
+	tg := newTargets(true, true)
+	for ev := range uint64(runningKept + 2) {
+		r := collect.ServerStatement{ThreadID: 9, EventID: 100 + ev, ConnID: 5}
+		tg.remember([]collect.ServerStatement{r, r})
+		tg.remember([]collect.ServerStatement{r})
+	}
+	got := tg.running[5]
+	if len(got) != runningKept || got[0].EventID != 102 || got[runningKept-1].EventID != 100+runningKept+1 {
+		t.Errorf("remembered %+v", got)
+	}
+}
