@@ -108,17 +108,22 @@ func (j *Joiner) learnThread(thread, id uint64) {
 
 // connOfRows returns the connection whose pending wire statements hold the
 // rows of one ended thread, or 0 when the evidence does not single one
-// out. Two counts per connection: rows that fit none of its statements
-// even with the matching tolerance (a miss), and rows that start outside
-// their statement's window by more than the clock's uncertainty (off).
-// On busy connections the tolerance (the calibration error plus slack)
-// can exceed the gap between statements, so another connection may fit
-// every row within it; it does not put them inside its windows.
-//   - A short thread (under ten rows) must fit exactly one connection,
-//     without a miss.
-//   - A long thread goes to the connection that misses at most one row in
-//     twenty, is off for at most one in twenty, and is off for at least
-//     one row in ten fewer than any other connection that fits.
+// out. Per connection it counts the rows that fit one of its statements
+// (hits), those that fit none even with the matching tolerance (misses),
+// and those that start outside their statement's window by more than the
+// clock's uncertainty (off). On busy connections the tolerance (the
+// calibration error plus slack) can exceed the gap between statements, so
+// another connection may fit every row within it; it does not put them
+// inside its windows. A row whose only fit is a command still waiting for
+// its bound (last on its connection, without a response: a COM_QUIT) is
+// no evidence either way: such a command fits any later row, and the
+// server may start a COM_QUIT milliseconds after reading it.
+//   - A connection is a candidate with at least one hit and at most one
+//     miss in twenty rows (none below twenty: a wire statement given up
+//     already, a row read late).
+//   - A short thread (under ten rows) must have exactly one candidate.
+//   - A long thread goes to the candidate that is off for at most one row
+//     in twenty, and for at least one row in ten fewer than any other.
 func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 	n := len(rows)
 	allow := n / 20
@@ -131,23 +136,27 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		if c.wires.len() == 0 {
 			continue
 		}
-		miss, off := 0, 0
+		hits, miss, off := 0, 0, 0
 		for i := range rows {
 			row := rows[i].r
 			_, shift := j.clockOf(&row)
 			row.StartUS, row.EndUS = row.StartUS-shift, row.EndUS-shift
-			fit, ok := j.threadFit(c, &row)
-			switch {
-			case !ok:
+			switch k, fit := j.nearestWire(c, &row); {
+			case k >= 0 && answerStart(c, k) >= noEnd:
+				// no evidence (see above)
+			case k < 0 || fit > j.fitTolUS:
 				miss++
-			case fit > j.errUS:
-				off++
+			default:
+				hits++
+				if fit > j.errUS {
+					off++
+				}
 			}
 			if miss > allow || n >= 10 && off > 3*n/20 {
 				break // neither the best nor close enough to it to matter
 			}
 		}
-		if miss <= allow && (n < 10 || off <= 3*n/20) {
+		if hits > 0 && miss <= allow && (n < 10 || off <= 3*n/20) {
 			fits = append(fits, tally{id, off})
 		}
 	}
@@ -165,27 +174,6 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		return 0
 	}
 	return fits[0].id
-}
-
-// threadFit returns how far the row's start lies outside the window of
-// the pending wire statement of c that holds it best, and false when none
-// does within fitTolUS.
-func (j *Joiner) threadFit(c *connState, r *collect.ServerStatement) (int64, bool) {
-	k, fit := j.nearestWire(c, r)
-	if k < 0 {
-		return 0, false
-	}
-	if answerStart(c, k) >= noEnd {
-		// Nothing bounds that wire statement yet: a command without a
-		// response, last on its connection (a COM_QUIT always is), which
-		// fits any later row. The server starts such a command as it
-		// reads it: the later the row starts after the request, the
-		// weaker the evidence. Unpenalised, the COM_QUIT of a connection
-		// that had closed claimed the thread of a later short-lived
-		// connection, and with it that connection's rows.
-		fit += max(r.StartUS-c.wires.at(k).s.TReqLast, 0)
-	}
-	return fit, fit <= j.fitTolUS
 }
 
 // nearestWireScan bounds how many wire statements nearestWire looks at

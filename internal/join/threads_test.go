@@ -175,3 +175,24 @@ func TestJoinEndedThreadWaitsForItsOwnConnection(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// A short-lived connection (query, quit) whose thread ended before the
+// poll: the server started its COM_QUIT 2 ms after the quit reached it (a
+// thread waiting for a CPU). The quit's row is no evidence against the
+// connection; its query's row fits.
+func TestJoinEndedThreadLateQuit(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 20}, rec.emit)
+	q := wire(5, "COM_QUERY", "SELECT ?", 1_000_000, 1_000_090)
+	quit := wire(5, "COM_QUIT", "", 1_000_150, 0)
+	j.AddWire(q, 0)
+	j.AddWire(quit, 0)
+	rq := row(0, "statement/sql/select", "SELECT 'x'", 1_000_050, 1_000_120)
+	rquit := row(0, "statement/com/Quit", "", 1_002_150, 1_002_155)
+	rq.ThreadID, rquit.ThreadID = 15, 15
+	j.AddServer([]collect.ServerStatement{rq, rquit}, 0)
+	j.Flush(anonGraceUS)
+	if !q.Joined || j.Stats().ThreadsLearned != 1 || j.Stats().Background != 0 {
+		t.Fatalf("query joined %v; stats %+v", q.Joined, j.Stats())
+	}
+}
