@@ -64,7 +64,8 @@ const (
 	// SourceRunning: read from events_statements_current while it still
 	// ran, its final row gone before it could be read (the thread ended, or
 	// its next statements pushed it out of the thread's history); its end
-	// is the caller's (watch takes the wire's first answer byte).
+	// is the caller's (watch takes when the server sent its last answer
+	// byte, from the wire).
 	SourceRunning = "events_statements_current (read while running; end from the wire)"
 )
 

@@ -618,6 +618,14 @@ func (j *Joiner) settle(c *connState, force bool) {
 		if k < 0 || (fit > j.fitTolUS && !force) {
 			continue
 		}
+		if !inOrder(&it.r) {
+			// Read from its thread for an outlier: the rows of the
+			// statements its connection ran before it may still be on
+			// their way in history_long, so theirs wait.
+			j.pending--
+			j.join(c, i, c.wires.removeAt(k).s)
+			continue
+		}
 		for range k {
 			j.unjoined(j.popWire(c), NoteNoRow)
 		}

@@ -47,6 +47,17 @@ func (q *fifo[T]) sortBack(less func(a, b *T) bool) int {
 	return i - q.head
 }
 
+// removeAt removes the i-th element from the front, keeping the order of
+// the others (a copy of those behind it: for the rare removal out of turn).
+func (q *fifo[T]) removeAt(i int) T {
+	var zero T
+	v := q.items[q.head+i]
+	copy(q.items[q.head+i:], q.items[q.head+i+1:])
+	q.items[len(q.items)-1] = zero
+	q.items = q.items[:len(q.items)-1]
+	return v
+}
+
 // reset empties the queue, keeping its storage.
 func (q *fifo[T]) reset() {
 	clear(q.items)

@@ -19,11 +19,12 @@ type target struct {
 	connID              uint64
 	reqFirst, reqLast   int64
 	respFirst, respLast int64
+	transitUS           int64 // capture point to server, one way (0 on the server's host)
 }
 
 func targetOf(s *event.Statement) target {
 	return target{conn: s.Conn, connID: s.ConnID, reqFirst: s.TReqFirst, reqLast: s.TReqLast,
-		respFirst: answerStart(s), respLast: s.TRespLast}
+		respFirst: answerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS}
 }
 
 // answerStart is when the server's answer began (its last byte when the
@@ -340,8 +341,11 @@ func (t *targets) rowGone(p *pendingTarget, read []collect.ServerStatement, off,
 
 // fromRunning is the row a running scan read while p's statement ran, for
 // an outlier whose own row is gone (rowGone): its start is the server's,
-// its end the wire's first answer byte (the server ends a statement as it
-// sends its answer), and its Source says so (collect.SourceRunning). Its
+// its end when the server sent its answer's last byte (the last byte on the
+// wire, less the transit when the capture is off the server's host), and
+// its Source says so (collect.SourceRunning). Not the first byte: a large
+// result is written as the client reads it, and a client that stops
+// reading keeps the statement running on the server (send stall). Its
 // start must lie in p's window within tol, the clock's error: not the
 // slack a history row gets, as the statement before p, seen running while
 // the server finished it after its answer, may have started just before
@@ -354,7 +358,7 @@ func (t *targets) fromRunning(p *pendingTarget, off, tol int64) (collect.ServerS
 	}
 	r := seen[i]
 	t.running[p.connID] = slices.Delete(seen, i, i+1)
-	r.EndUS = max(p.respFirst+off, r.StartUS) // on the server's clock, as the joiner expects
+	r.EndUS = max(p.respLast-p.transitUS+off, r.StartUS) // on the server's clock, as the joiner expects
 	r.TimerWait = uint64(r.EndUS-r.StartUS) * collect.PicosPerMicro
 	return r, true
 }

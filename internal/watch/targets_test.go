@@ -169,8 +169,9 @@ func movedOn(off int64) []collect.ServerStatement {
 }
 
 // An outlier whose thread's history moved past it is joined from the row
-// read while it ran: its start the server's, its end the wire's first
-// answer byte, said in its source; and the running scans speed up.
+// read while it ran: its start the server's, its end when the server sent
+// its answer's last byte, said in its source; and the running scans speed
+// up.
 func TestRolledOverOutlierFromRunningRow(t *testing.T) {
 	const off = 500 // the server's clock ahead of the capture's
 	tg := newTargets(true, true)
@@ -178,10 +179,10 @@ func TestRolledOverOutlierFromRunningRow(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := busyTarget()
 	r, ok := tg.rowFor(p, movedOn(off), off, 2_000, 100, now)
-	if !ok || r.EventID != 100 || r.StartUS != 1_040+off || r.EndUS != 31_000+off || r.Source != collect.SourceRunning {
+	if !ok || r.EventID != 100 || r.StartUS != 1_040+off || r.EndUS != 31_050+off || r.Source != collect.SourceRunning {
 		t.Fatalf("fed %v: %+v", ok, r)
 	}
-	if r.TimerWait != uint64(29_960)*collect.PicosPerMicro || p.tries != -1 {
+	if r.TimerWait != uint64(30_010)*collect.PicosPerMicro || p.tries != -1 {
 		t.Errorf("timer wait %d ps, tries %d", r.TimerWait, p.tries)
 	}
 	if every, atLeast := tg.scanPace(now); every != busyRunningEvery || atLeast != busyRunningMin {
@@ -274,7 +275,7 @@ func TestEndedThreadFromRunningRow(t *testing.T) {
 	tg.remember([]collect.ServerStatement{sleepRunning(0)})
 	other := collect.ServerStatement{ThreadID: 12, EventID: 7, ConnID: 6, StartUS: 1_100, EndUS: 1_200}
 	r, ok := tg.rowFor(busyTarget(), []collect.ServerStatement{other}, 0, 2_000, 100, time.Now())
-	if !ok || r.EventID != 100 || r.EndUS != 31_000 {
+	if !ok || r.EventID != 100 || r.EndUS != 31_050 {
 		t.Fatalf("fed %v: %+v", ok, r)
 	}
 	if _, known := tg.threadOf[5]; known {
@@ -294,5 +295,21 @@ func TestRememberRunning(t *testing.T) {
 	got := tg.running[5]
 	if len(got) != runningKept || got[0].EventID != 102 || got[runningKept-1].EventID != 100+runningKept+1 {
 		t.Errorf("remembered %+v", got)
+	}
+}
+
+// A client that stops reading a large result keeps the statement running
+// on the server until its last byte is sent: a running row's end is that
+// byte's (less the transit from a capture off the server's host), not the
+// first answer byte, or the send stall would be counted as delivery.
+func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
+	tg := newTargets(true, true)
+	tg.threadOf[5] = 9
+	tg.remember([]collect.ServerStatement{sleepRunning(0)})
+	p := busyTarget()
+	p.respLast, p.transitUS = 3_031_000, 400 // 3 s of streaming after the first byte, capture 400 µs away
+	r, ok := tg.rowFor(p, nil, 0, 2_000, 100, time.Now())
+	if !ok || r.EndUS != 3_030_600 {
+		t.Fatalf("fed %v: end %d, want the last byte less the transit (3030600)", ok, r.EndUS)
 	}
 }
