@@ -2,7 +2,7 @@ package collect
 
 import (
 	"context"
-	"strings"
+	"github.com/gapscope/gapscope/internal/sqltext"
 	"time"
 )
 
@@ -242,4 +242,4 @@ func (c *StatementCursor) prune() {
 
 // IsOwnSQL reports whether a statement text is gapscope's own (it starts
 // with the marker).
-func IsOwnSQL(sql string) bool { return strings.HasPrefix(strings.TrimLeft(sql, " \t\r\n"), Mark) }
+func IsOwnSQL(sql string) bool { return sqltext.IsOwnText(sql) }

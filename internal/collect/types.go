@@ -5,7 +5,11 @@
 // its own duration and success.
 package collect
 
-import "math"
+import (
+	"math"
+
+	"github.com/gapscope/gapscope/internal/sqltext"
+)
 
 // Picoseconds per unit: performance_schema TIMER_* columns are picoseconds.
 const (
@@ -124,7 +128,7 @@ func (c Clock) UnixMicros(ps uint64) int64 {
 
 // Mark is the comment every gapscope query carries, so that gapscope can drop
 // its own statements from what it reports (docs/design.md).
-const Mark = "/* gapscope */"
+const Mark = sqltext.Marker
 
 // ServerInfo describes the server gapscope is connected to: enough to gate
 // collectors by flavour and version and to audit instrumentation.

@@ -131,17 +131,21 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		id  uint64
 		off int
 	}
+	// The rows on the capture's clock, once for every connection tried.
+	shifted := make([]collect.ServerStatement, n)
+	for i := range rows {
+		shifted[i] = rows[i].r
+		_, shift := j.clockOf(&shifted[i])
+		shifted[i].StartUS, shifted[i].EndUS = shifted[i].StartUS-shift, shifted[i].EndUS-shift
+	}
 	var fits []tally
 	for id, c := range j.conns {
 		if c.wires.len() == 0 {
 			continue
 		}
 		hits, miss, off := 0, 0, 0
-		for i := range rows {
-			row := rows[i].r
-			_, shift := j.clockOf(&row)
-			row.StartUS, row.EndUS = row.StartUS-shift, row.EndUS-shift
-			switch k, fit := j.nearestWire(c, &row); {
+		for i := range shifted {
+			switch k, fit := j.nearestWire(c, &shifted[i]); {
 			case k >= 0 && answerStart(c, k) >= noEnd:
 				// no evidence (see above)
 			case k < 0 || fit > j.fitTolUS:

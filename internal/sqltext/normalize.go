@@ -44,12 +44,17 @@ const DefaultCacheSize = 10_000
 // gapscope sends starts with its marker comment. Only the start is looked
 // at: the capture asks this of every statement it decodes, and a search
 // through each statement's whole text was a measurable part of its cost.
-func IsOwn(raw []byte) bool {
+func IsOwn(raw []byte) bool { return isOwn(raw) }
+
+// IsOwnText is IsOwn for a text (a server row's SQL_TEXT, a processlist INFO).
+func IsOwnText(sql string) bool { return isOwn(sql) }
+
+func isOwn[T string | []byte](s T) bool {
 	i := 0
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n') {
 		i++
 	}
-	return bytes.HasPrefix(raw[i:], []byte(Marker))
+	return len(s)-i >= len(Marker) && string(s[i:i+len(Marker)]) == Marker
 }
 
 type cached struct {
