@@ -12,13 +12,17 @@
 # joined; at the end the median TPS ratio (watch's cost) and the totals.
 # On a shared or 2-core machine single rounds spread by +-10%: compare
 # medians of many rounds, never one.
+# FLOOR=1 adds a third run per round, the capture floor: tcpdump writing
+# the server port's packets to /dev/null (the kernel's packet tap and a
+# copy out of the ring, no decoding), the three runs' order rotating.
 #
 # Usage: scripts/bench-watch-defaults.sh [BINARY]
 # Environment: ROUNDS (12), DURATION (seconds per run, 12), WARMUP (3),
-# THREADS (8). Needs root (capture), sysbench and the mariadb client.
+# THREADS (8), FLOOR (0). Needs root (capture), sysbench and the mariadb
+# client (and tcpdump for FLOOR=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-12}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}
+ROUNDS=${ROUNDS:-12}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}; FLOOR=${FLOOR:-0}
 WORK=$(mktemp -d /tmp/gapscope-bench-defaults.XXXXXX)
 BENCH=bench-watch-defaults
 # shellcheck source=lib/bench.sh
@@ -27,6 +31,7 @@ GAPSCOPE=${1:-}
 bench_binary
 WATCH_PID=
 trap bench_cleanup EXIT
+[ "$FLOOR" = 1 ] && { command -v tcpdump >/dev/null || die "FLOOR=1 needs tcpdump"; }
 
 bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
   --opt=--performance-schema-consumer-events-statements-current=ON \
@@ -47,7 +52,7 @@ sleeper() {
 # queries FILE: the statements a sysbench run completed.
 queries() { sed -n 's/^ *total: *\([0-9]*\)$/\1/p' "$1" | head -1; }
 
-# run none|watch: one measured sysbench run beside the sleeper; prints
+# run none|watch|tcpdump: one measured sysbench run beside the sleeper; prints
 # "TPS STATEMENTS_RUN SEEN SLEEPS SLEEPS_JOINED OUTLIERS OUTLIERS_JOINED DROPPED"
 # (DROPPED: packets the capture dropped plus statements the join queue did)
 # (SEEN.. 0 without watch).
@@ -56,6 +61,10 @@ run() {
     "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json >"$WORK/w.json" 2>"$WORK/w.err" &
     WATCH_PID=$!
     sleep 4 # watch connects, calibrates and opens the capture first (seconds on a loaded host)
+  elif [ "$1" = tcpdump ]; then
+    tcpdump -i lo -w /dev/null -U "tcp port $PORT" 2>/dev/null &
+    WATCH_PID=$!
+    sleep 1
   fi
   local sleeps=$(((WARMUP + DURATION) * 5 - 5))
   sleeper "$sleeps" &
@@ -66,7 +75,10 @@ run() {
   local tps tx run_q seen=0 slept=0 outliers=0 joined=0 dropped=0
   read -r tps tx < <(sb_result "$WORK/sb.txt")
   run_q=$(($(queries "$WORK/warm.txt") + $(queries "$WORK/sb.txt") + sleeps))
-  if [ -n "$WATCH_PID" ]; then
+  if [ "$1" = tcpdump ]; then
+    kill -INT "$WATCH_PID"; wait "$WATCH_PID" || true
+    WATCH_PID=
+  elif [ -n "$WATCH_PID" ]; then
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "watch failed: $(tail -3 "$WORK/w.err")"
     WATCH_PID=
     read -r seen slept outliers joined dropped < <(python3 -c '
@@ -80,18 +92,28 @@ print(c["seen"], slept, c["outliers"], c["outliers_joined"], res["capture"].get(
 }
 
 echo "bench-watch-defaults: $GAPSCOPE at its default flags; sysbench $THREADS threads, ${DURATION} s runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+# order R: the runs of round R, rotated so that each comes first as often.
+order() {
+  if [ "$FLOOR" = 1 ]; then
+    case $(($1 % 3)) in 1) echo "none watch tcpdump" ;; 2) echo "watch tcpdump none" ;; 0) echo "tcpdump none watch" ;; esac
+  elif [ $(($1 % 2)) -eq 1 ]; then echo "none watch"; else echo "watch none"; fi
+}
+
 for r in $(seq 1 "$ROUNDS"); do
-  if [ $((r % 2)) -eq 1 ]; then order="none watch"; else order="watch none"; fi
+  order=$(order "$r")
+  floor=0
   for m in $order; do
     case $m in
       none) none=$(run none) ;;
       watch) with=$(run watch) ;;
+      tcpdump) read -r floor _ < <(run tcpdump) ;;
     esac
   done
   read -r tps_n _ <<<"$none"
   read -r tps_w ran seen sleeps slept outliers joined dropped <<<"$with"
-  echo "round $r/$ROUNDS ($order): TPS none $tps_n, watch $tps_w; watch saw $seen of $ran statements (dropped $dropped); $slept of $sleeps sleeps joined; $joined of $outliers outliers joined"
-  echo "$tps_n $tps_w $ran $seen $sleeps $slept $outliers $joined" >>"$WORK/rounds.txt"
+  extra=""; [ "$FLOOR" = 1 ] && extra=", tcpdump $floor"
+  echo "round $r/$ROUNDS ($order): TPS none $tps_n, watch $tps_w$extra; watch saw $seen of $ran statements (dropped $dropped); $slept of $sleeps sleeps joined; $joined of $outliers outliers joined"
+  echo "$tps_n $tps_w $ran $seen $sleeps $slept $outliers $joined $floor" >>"$WORK/rounds.txt"
 done
 python3 - "$WORK/rounds.txt" <<'PY'
 import statistics, sys
@@ -102,4 +124,8 @@ print(f"watch at its defaults: median x{statistics.median(ratios):.3f} of TPS wi
       f"(cost {100 * (1 - statistics.median(ratios)):.1f}%; range x{min(ratios):.3f}-x{max(ratios):.3f}, {len(ratios)} rounds); "
       f"saw {seen:.0f} of {ran:.0f} statements run ({100 * seen / max(ran, 1):.2f}%, watch's own and the sleeper's handshake queries included); "
       f"sleeps joined {sum(r[5] for r in rows):.0f} of {sum(r[4] for r in rows):.0f}; outliers joined {sum(r[7] for r in rows):.0f} of {sum(r[6] for r in rows):.0f}")
+floor = [r[8] / r[0] for r in rows if r[0] > 0 and r[8] > 0]
+if floor:
+    print(f"capture floor (tcpdump -w /dev/null): median x{statistics.median(floor):.3f} of TPS without it "
+          f"(cost {100 * (1 - statistics.median(floor)):.1f}%; range x{min(floor):.3f}-x{max(floor):.3f})")
 PY

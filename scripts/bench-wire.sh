@@ -8,7 +8,7 @@
 #   RATE statements/s (one point select per sysbench transaction); in each of
 #   ROUNDS rounds wirebench captures for WINDOW seconds after SETTLE. Prints
 #   per round the statements decoded, their rate, the capture's CPU
-#   (user + system), µs of CPU per statement and the kernel/queue drops,
+#   (user + system), µs of CPU per statement and the kernel drops,
 #   then the median and spread of µs/statement.
 # MODE=tap: the kernel tap's share of the server's loss. sysbench runs
 #   WINDOW seconds per side (saturating, or at TAP_RATE statements/s), the
@@ -64,7 +64,7 @@ median_spread() { sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] 
 
 cpu_rounds() {
   echo "bench-wire cpu: sysbench $WORKLOAD (--db-ps-mode=$PS_MODE), $THREADS connections at $RATE statements/s; $SETTLE s settle, $WINDOW s window; load $(cut -d' ' -f1-3 /proc/loadavg)"
-  printf "%6s %11s %12s %8s %14s %13s %12s\n" round statements statements/s "CPU s" "µs/statement" kernel_drops queue_drops
+  printf "%6s %11s %12s %8s %14s %13s\n" round statements statements/s "CPU s" "µs/statement" kernel_drops
   : >"$WORK/per"
   for r in $(seq 1 "$ROUNDS"); do
     "${SB[@]}" --rate="$RATE" --time=$((SETTLE + WINDOW + 3)) run >"$WORK/sb.txt" 2>&1 &
@@ -79,12 +79,12 @@ cpu_rounds() {
     python3 - "$r" "$WORK/wb.json" >>"$WORK/per" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[2]))
-print(f"{sys.argv[1]:>6} {d['statements']:11d} {d['statements'] / d['seconds']:12.0f} {d['cpu_seconds']:8.2f} {d['us_per_statement']:14.3f} {d['kernel_drops']:13d} {d['queue_drops']:12d}")
+print(f"{sys.argv[1]:>6} {d['statements']:11d} {d['statements'] / d['seconds']:12.0f} {d['cpu_seconds']:8.2f} {d['us_per_statement']:14.3f} {d['kernel_drops']:13d}")
 PY
     tail -1 "$WORK/per"
   done
   read -r med lo hi < <(awk '{print $5}' "$WORK/per" | median_spread)
-  echo "µs CPU per statement: median $med (min $lo, max $hi) over $ROUNDS rounds; drops: $(awk '{k += $6; q += $7} END {print k + 0 " kernel, " q + 0 " queue"}' "$WORK/per")"
+  echo "µs CPU per statement: median $med (min $lo, max $hi) over $ROUNDS rounds; kernel drops: $(awk '{k += $6} END {print k + 0}' "$WORK/per")"
 }
 
 tap_rounds() {

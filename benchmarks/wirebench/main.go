@@ -36,7 +36,6 @@ type result struct {
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	USPerStmt   float64 `json:"us_per_statement"`
 	KernelDrops int64   `json:"kernel_drops"`
-	QueueDrops  int64   `json:"queue_drops"`
 	Gaps        int64   `json:"gaps"`
 }
 
@@ -114,7 +113,7 @@ func runDecode(ctx context.Context, iface string, opts capture.LiveOptions, dur 
 		}
 	})
 	return result{Mode: "decode", Statements: stmts, Errors: errs, Packets: st.Packets,
-		KernelDrops: st.KernelDrops, QueueDrops: st.QueueDrops, Gaps: st.Gaps}, err
+		KernelDrops: st.KernelDrops, Gaps: st.Gaps}, err
 }
 
 func runTap(ctx context.Context, iface string, opts capture.LiveOptions, snap int, dur time.Duration, start func()) (result, error) {

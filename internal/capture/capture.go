@@ -86,8 +86,7 @@ type Stats struct {
 	EvictedFlows     int64 // connections evicted after IdleTimeout
 	OwnStatements    int64 // gapscope's own statements dropped
 	KernelDrops      int64 // live: packets the kernel dropped (ring full)
-	QueueDrops       int64 // live: packets dropped because the tracker fell behind
-	Dropped          int64 // KernelDrops + QueueDrops
+	Dropped          int64 // KernelDrops (files: 0)
 	Path             PathStats
 	Notes            []string
 	// PortsSeen counts a capture file's connections by server port (for

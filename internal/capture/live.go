@@ -24,10 +24,6 @@ type LiveOptions struct {
 	// the ring is resident, so it is most of watch's memory). A bigger ring
 	// rides out longer bursts before the kernel drops packets.
 	RingMB int
-	// QueueMB bounds the packet bytes queued between the capture goroutine
-	// and the tracker (default 64 MiB); past it packets are dropped (counted
-	// in Stats.QueueDrops) rather than stalling the ring.
-	QueueMB int
 	// Sample, when On, captures only the connections it Follows, in the
 	// kernel filter. SetSample changes it while the capture runs.
 	Sample Sample
@@ -42,8 +38,6 @@ type LiveOptions struct {
 const (
 	ringBlockSize = 1 << 20
 	ringFrameSize = 1 << 16
-	batchBytes    = 1 << 20
-	flushAfter    = 100 * time.Millisecond // most a packet waits in a batch
 	// blockTimeout is how long the kernel fills a block before it hands
 	// it over partly full. Each handover wakes the capture goroutine: at
 	// a trickle (a sampled capture), every blockTimeout. Waking a Go
@@ -71,7 +65,7 @@ type Live struct {
 	// sample is the current 1-in-N (SetSample), read by Run's loop.
 	sample atomic.Uint64
 	// pauses counts the paused samples set: Run's loop sees the sample only
-	// between batches, and a pause can start and end between two, leaving
+	// between packets, and a pause can start and end between two, leaving
 	// the followed connections with a gap it must not wait on.
 	pauses atomic.Uint64
 	// mu guards closed: SetSample must not touch a released socket.
@@ -94,9 +88,6 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	opts.Options = opts.Options.withDefaults()
 	if opts.RingMB <= 0 {
 		opts.RingMB = 32
-	}
-	if opts.QueueMB <= 0 {
-		opts.QueueMB = 64
 	}
 	block := ringBlockSize
 	if opts.BlockKB > 0 {
@@ -246,134 +237,68 @@ func (l *Live) Close() error {
 	return nil
 }
 
-// batch is a run of packets copied out of the ring.
-type batch struct {
-	data []byte
-	pkts []batchPkt
-}
-
-type batchPkt struct {
-	tsUS     int64
-	from, to int
-}
-
-// Run captures until ctx ends, calling emit for every statement from the
-// tracker goroutine; emit must be fast. The capture goroutine never waits
-// for the tracker: when the queue is full it drops the packet and counts it.
+// Run captures until ctx ends, calling emit for every statement; emit must
+// be fast and never block. Packets are decoded where the kernel put them,
+// in the ring, on the goroutine that reads it: nothing is copied, and the
+// ring itself (RingMB) is the queue that rides out a slow moment. Copying
+// each packet into a batch for a second goroutine was a large share of
+// watch's CPU on a busy server (docs/performance.md), and the tracker
+// decodes far faster than a server on the same host can answer. The tracker keeps no
+// reference to a packet's bytes after Packet returns, which is what lets
+// the ring take its block back.
 func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, error) {
 	defer l.Close()
-	n := max(l.opts.QueueMB*(1<<20)/batchBytes, 2)
-	free := make(chan *batch, n)
-	full := make(chan *batch, n)
-	var queueDrops atomic.Int64
-	capErr := make(chan error, 1)
-	go func() {
-		capErr <- l.capture(ctx, free, full, n, &queueDrops)
-		close(full)
-	}()
+	defer context.AfterFunc(ctx, l.ready.interrupt)()
 	t := NewTracker(l.opts.Options, emit)
 	sample, pauses := l.Sample(), l.pauses.Load()
 	t.Resample(sample)
-	for b := range full {
-		if p := l.pauses.Load(); p != pauses {
-			pauses = p
-			t.Resample(Sample{Paused: true}) // every connection had a gap: none is waited on
-			sample = Sample{Paused: true}
-		}
-		if now := l.Sample(); now != sample {
-			sample = now
-			t.Resample(sample)
-		}
-		for _, p := range b.pkts {
-			if l.tap != nil {
-				l.tap(p.tsUS, b.data[p.from:p.to])
-			}
-			t.Packet(l.link, p.tsUS, b.data[p.from:p.to])
-		}
-		b.data, b.pkts = b.data[:0], b.pkts[:0]
-		free <- b
-	}
+	err := l.decode(ctx, t, &sample, &pauses)
 	t.Close(time.Now().UnixMicro())
-	t.stats.QueueDrops = queueDrops.Load()
-	if _, v3, err := l.tp.SocketStats(); err == nil {
+	if _, v3, serr := l.tp.SocketStats(); serr == nil {
 		t.stats.KernelDrops = int64(v3.Drops())
 	}
-	err := <-capErr
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil // stopping is how a live capture ends
 	}
 	return t.Stats(), err
 }
 
-// capture copies packets from the ring into batches. Batches are made on
-// demand, up to limit: a quiet server costs one or two, not the whole queue
-// (measured with 10k idle connections: 64 MB of the 177 MB RSS were batches
-// allocated up front and never needed).
-func (l *Live) capture(ctx context.Context, free, full chan *batch, limit int, drops *atomic.Int64) error {
-	defer context.AfterFunc(ctx, l.ready.interrupt)()
-	var cur *batch
-	var started time.Time
-	made := 0
-	flush := func() {
-		if cur != nil && len(cur.pkts) > 0 {
-			full <- cur // never blocks: full has room for every batch
-			cur = nil
-		}
-	}
-	defer flush()
+// decode feeds the tracker every packet the ring holds, waiting for the
+// kernel to hand over a block when it holds none, until ctx ends.
+func (l *Live) decode(ctx context.Context, t *Tracker, sample *Sample, pauses *uint64) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		data, ci, err := l.tp.ZeroCopyReadPacketData()
 		if errors.Is(err, afpacket.ErrTimeout) {
-			l.ready.wait(handover(cur, started, flush))
+			l.ready.wait(idleWait)
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("reading from %s: %w", l.iface, err)
 		}
-		if cur == nil {
-			select {
-			case cur = <-free:
-			default:
-				if made == limit {
-					drops.Add(1) // the tracker is behind: drop, never stall the ring
-					continue
-				}
-				cur = &batch{data: make([]byte, 0, batchBytes)}
-				made++
-			}
-			started = time.Now()
+		l.resample(t, sample, pauses)
+		tsUS := ci.Timestamp.UnixMicro()
+		if l.tap != nil {
+			l.tap(tsUS, data)
 		}
-		from, tsUS := len(cur.data), ci.Timestamp.UnixMicro()
-		cur.data = append(cur.data, data...)
-		cur.pkts = append(cur.pkts, batchPkt{tsUS: tsUS, from: from, to: len(cur.data)})
-		// The packets' own capture times say how long the batch has
-		// gathered, without reading the clock per packet; a ring read
-		// behind them fills the batch, and handover flushes by the clock.
-		if len(cur.data) > batchBytes-ringFrameSize || tsUS-cur.pkts[0].tsUS > flushAfter.Microseconds() {
-			flush()
-		}
+		t.Packet(l.link, tsUS, data)
 	}
 }
 
-// handover is called when the ring is empty: it hands the batch to the
-// tracker once its first packet has waited flushAfter and returns how long
-// to wait for the ring. Handing over at every empty ring woke the tracker
-// goroutine at every block the kernel retired (every blockTimeout at a trickle):
-// a futex wake and a context switch each, which at a few thousand
-// statements a second cost more than decoding them.
-func handover(cur *batch, started time.Time, flush func()) time.Duration {
-	if cur == nil || len(cur.pkts) == 0 {
-		return idleWait
+// resample tells the tracker when SetSample changed the connections
+// followed (two atomic loads per packet: cheaper than a clock read).
+func (l *Live) resample(t *Tracker, sample *Sample, pauses *uint64) {
+	if p := l.pauses.Load(); p != *pauses {
+		*pauses = p
+		t.Resample(Sample{Paused: true}) // every connection had a gap: none is waited on
+		*sample = Sample{Paused: true}
 	}
-	left := flushAfter - time.Since(started)
-	if left <= 0 {
-		flush()
-		return idleWait
+	if now := l.Sample(); now != *sample {
+		*sample = now
+		t.Resample(now)
 	}
-	return left
 }
 
 // IgnoresOutgoing reports whether the kernel leaves outgoing packets out

@@ -261,9 +261,8 @@ func TestLiveSetSample(t *testing.T) {
 		return ports
 	}
 	// settle waits as long as frames take to reach the tracker when nothing
-	// delays them: blocks are handed over within blockTimeout, batches
-	// within flushAfter.
-	settle := func() { time.Sleep(blockTimeout + flushAfter + 200*time.Millisecond) }
+	// delays them: blocks are handed over within blockTimeout.
+	settle := func() { time.Sleep(blockTimeout + 200*time.Millisecond) }
 	// count returns how many of ports were seen, and how many of those the sample n accepts.
 	count := func(ports []uint16, n uint16) (got, sampled int) {
 		mu.Lock()

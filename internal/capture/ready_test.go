@@ -53,25 +53,3 @@ func TestReadyWaiter(t *testing.T) {
 		t.Error("a wait after the stop reported readiness")
 	}
 }
-
-// An empty ring hands a batch over only once its first packet has waited
-// flushAfter; until then the capture waits for more packets only as long
-// as that leaves (waking the tracker at every retired block cost more than
-// decoding at a trickle).
-func TestHandoverWaitsForABatchToAge(t *testing.T) {
-	flushed := 0
-	flush := func() { flushed++ }
-	if d := handover(nil, time.Now(), flush); d != idleWait || flushed != 0 {
-		t.Fatalf("no batch: wait %v, %d flushes; want %v, none", d, flushed, idleWait)
-	}
-	young := &batch{pkts: []batchPkt{{}}}
-	if d := handover(young, time.Now(), flush); d <= 0 || d > flushAfter || flushed != 0 {
-		t.Fatalf("young batch: wait %v, %d flushes; want at most %v, none", d, flushed, flushAfter)
-	}
-	if d := handover(young, time.Now().Add(-flushAfter), flush); d != idleWait || flushed != 1 {
-		t.Fatalf("batch %v old: wait %v, %d flushes; want %v, one", flushAfter, d, flushed, idleWait)
-	}
-	if d := handover(&batch{}, time.Now().Add(-time.Hour), flush); d != idleWait || flushed != 1 {
-		t.Fatalf("empty batch: wait %v, %d flushes; want %v, no new one", d, flushed, idleWait)
-	}
-}

@@ -237,7 +237,7 @@ func (t *Tracker) AddNote(format string, a ...any) {
 // Stats returns the counters so far, with notes explaining anything unusual.
 func (t *Tracker) Stats() Stats {
 	s := t.stats
-	s.Dropped = s.KernelDrops + s.QueueDrops
+	s.Dropped = s.KernelDrops
 	s.Path = t.pathStats()
 	s.Notes = append(slices.Clone(t.notes), summaryNotes(&s)...)
 	return s

@@ -611,8 +611,8 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 }
 
 func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {
-	if d := st.KernelDrops + st.QueueDrops; d > 0 {
-		e.notes.add("capture dropped %d packets (kernel %d, queue %d): some statements are missing or incomplete", d, st.KernelDrops, st.QueueDrops)
+	if st.KernelDrops > 0 {
+		e.notes.add("capture dropped %d packets (the kernel's ring was full; a larger --ring-mb rides out longer stalls): some statements are missing or incomplete", st.KernelDrops)
 	}
 	if server.QueueDrops > 0 {
 		e.notes.add("joiner queue overflowed: %d wire statements dropped", server.QueueDrops)

@@ -159,7 +159,7 @@ func (e *engine) publishFinal(res *Result) {
 	}
 	snap := e.sinkSnapshot(res.Findings)
 	snap.Final = true
-	snap.Health.PacketsDropped = res.Capture.KernelDrops + res.Capture.QueueDrops
+	snap.Health.PacketsDropped = res.Capture.KernelDrops
 	snap.Health.Notes = res.Notes
 	e.sink.out.snapshot(snap)
 }

@@ -86,8 +86,8 @@ func TestHealthySysbench(t *testing.T) {
 		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
 		return err
 	})
-	t.Logf("statements %d, joined %d; join stats %+v; server side %+v; capture drops kernel %d queue %d",
-		h.total, h.joined, res.Join, res.ServerSide, res.Capture.KernelDrops, res.Capture.QueueDrops)
+	t.Logf("statements %d, joined %d; join stats %+v; server side %+v; capture drops %d",
+		h.total, h.joined, res.Join, res.ServerSide, res.Capture.KernelDrops)
 	t.Logf("unjoined by connection {unjoined, total}: %v; by command: %v", h.byConn, h.byCmd)
 	if stallAfter, ok := cpuPressureUS(); ok && psi {
 		// The host's share of time with a runnable task waiting for a CPU:
