@@ -22,7 +22,7 @@ import (
 type ThreadStatements struct {
 	ready bool
 	// queries by table; "" when the table is missing or its consumer off.
-	history, current string
+	history, current, long string
 	// fields of each query, by table.
 	fields map[string][]field[ServerStatement]
 	intern interner
@@ -37,11 +37,11 @@ func (t *ThreadStatements) Prepare(ctx context.Context, db queryer) error {
 	if t.ready {
 		return nil
 	}
-	cols, err := LoadColumns(ctx, db, "performance_schema", SourceHistory, SourceCurrent)
+	cols, err := LoadColumns(ctx, db, "performance_schema", SourceHistory, SourceCurrent, SourceHistoryLong)
 	if err != nil {
 		return err
 	}
-	for _, table := range []string{SourceHistory, SourceCurrent} {
+	for _, table := range []string{SourceHistory, SourceCurrent, SourceHistoryLong} {
 		if !cols.Table(table) {
 			continue
 		}
@@ -54,10 +54,13 @@ func (t *ThreadStatements) Prepare(ctx context.Context, db queryer) error {
 			exprs[i] = f.selectExpr("h")
 		}
 		q := Mark + " SELECT " + strings.Join(exprs, ", ") + " FROM performance_schema." + table + " h"
-		if table == SourceHistory {
+		switch table {
+		case SourceHistory:
 			t.history = q
-		} else {
+		case SourceCurrent:
 			t.current = q
+		default:
+			t.long = q
 		}
 		if t.fields == nil {
 			t.fields = map[string][]field[ServerStatement]{}
@@ -76,7 +79,16 @@ func (t *ThreadStatements) Prepare(ctx context.Context, db queryer) error {
 // ConnID. Completed statements only: a row still running has no end yet
 // (END_EVENT_ID NULL) and is read again once it has. A row of current that
 // history holds too is returned once, from history.
-func (t *ThreadStatements) Read(ctx context.Context, db queryer, threads map[uint64]uint64, clock Clock) ([]ServerStatement, error) {
+//
+// With longSinceUS > 0 (and a calibrated clock), history_long's rows of
+// those threads that ended from then on (Unix µs) are read too, after the
+// other two. A busy connection runs its thread's 10 statements in a few
+// milliseconds, before the capture can even hand a statement over, while
+// the server-wide ring keeps tens of milliseconds at any rate: read at
+// once for one thread and a short span, it still holds what the thread's
+// own history lost. Its rows are a different kind of evidence for a
+// caller: their absence says nothing about the thread.
+func (t *ThreadStatements) Read(ctx context.Context, db queryer, threads map[uint64]uint64, clock Clock, longSinceUS int64) ([]ServerStatement, error) {
 	if err := t.Prepare(ctx, db); err != nil {
 		return nil, err
 	}
@@ -89,13 +101,17 @@ func (t *ThreadStatements) Read(ctx context.Context, db queryer, threads map[uin
 	}
 	slices.Sort(ids)
 	cond := " WHERE h.END_EVENT_ID IS NOT NULL AND h.THREAD_ID IN (" + joinIDs(ids) + ")"
+	long := ""
+	if t.long != "" && longSinceUS > 0 && clock.OriginUS != 0 && longSinceUS > clock.OriginUS {
+		long = t.long + cond + " AND h.TIMER_END >= " + strconv.FormatUint(uint64(longSinceUS-clock.OriginUS)*PicosPerMicro, 10)
+	}
 	var out []ServerStatement
 	seen := map[[2]uint64]bool{}
-	for _, src := range []struct{ table, q string }{{SourceHistory, t.history}, {SourceCurrent, t.current}} {
-		if src.q == "" {
+	for _, src := range []struct{ table, q string }{{SourceHistory, t.history + cond}, {SourceCurrent, t.current + cond}, {SourceHistoryLong, long}} {
+		if src.q == cond || src.q == "" {
 			continue
 		}
-		rows, err := t.query(ctx, db, src.q+cond, t.fields[src.table])
+		rows, err := t.query(ctx, db, src.q, t.fields[src.table])
 		if err != nil {
 			return nil, fmt.Errorf("reading performance_schema.%s: %w", src.table, err)
 		}

@@ -54,7 +54,7 @@ func TestThreadStatementsAndExceptBelowSandbox(t *testing.T) {
 		t.Fatalf("threads of connection %d: %v, %v", id, threads, err)
 	}
 	var ts ThreadStatements
-	got, err := ts.Read(ctx, db, threads, clock)
+	got, err := ts.Read(ctx, db, threads, clock, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,62 @@ func TestThreadStatementsAndExceptBelowSandbox(t *testing.T) {
 	}
 	if !found || sources[SourceHistory] == 0 {
 		t.Errorf("the thread's rows by source %v; its last slow statement found: %v", sources, found)
+	}
+}
+
+// A statement its thread's own history no longer holds (ten later ones on
+// the same connection) is read from history_long, for that thread and from
+// the time given only; without a time, history_long is not read.
+func TestThreadStatementsFromHistoryLongSandbox(t *testing.T) {
+	db := monitor(t)
+	ctx := context.Background()
+	clock, err := Calibrate(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, id := app(t)
+	execAll(t, conn, "SELECT 'before the span'")
+	time.Sleep(50 * time.Millisecond) // more than the calibration's error on a loaded host
+	since := time.Now().UnixMicro()
+	execAll(t, conn, "SELECT SLEEP(0.03)")
+	fast := make([]string, 12)
+	for i := range fast {
+		fast[i] = "SELECT 'after " + string(rune('a'+i)) + "'"
+	}
+	execAll(t, conn, fast...)
+	waitSQLInHistory(t, id, fast[len(fast)-1])
+	threads, err := ThreadsOf(ctx, db, []uint64{id})
+	if err != nil || len(threads) != 1 {
+		t.Fatalf("threads of connection %d: %v, %v", id, threads, err)
+	}
+	var ts ThreadStatements
+	find := func(sinceUS int64) (map[string]string, int) {
+		t.Helper()
+		rows, err := ts.Read(ctx, db, threads, clock, sinceUS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		source, long := map[string]string{}, 0
+		for _, r := range rows {
+			if r.ConnID != id {
+				t.Errorf("row %q of connection %d, want %d", r.SQLText, r.ConnID, id)
+			}
+			source[r.SQLText] = r.Source
+			if r.Source == SourceHistoryLong {
+				long++
+			}
+		}
+		return source, long
+	}
+	if got, long := find(0); long != 0 || got["SELECT SLEEP(0.03)"] != "" {
+		t.Errorf("without a time: %d history_long rows, the slow one from %q; want none", long, got["SELECT SLEEP(0.03)"])
+	}
+	got, _ := find(since - clock.ErrorUS)
+	if got["SELECT SLEEP(0.03)"] != SourceHistoryLong {
+		t.Errorf("the slow statement pushed out of its thread's history came from %q, want %s (rows %v)", got["SELECT SLEEP(0.03)"], SourceHistoryLong, got)
+	}
+	if src := got["SELECT 'before the span'"]; src != "" {
+		t.Errorf("a statement that ended before the time given was read (from %s)", src)
 	}
 }
 

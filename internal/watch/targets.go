@@ -126,7 +126,7 @@ func (t *targets) missNote() string {
 	case !t.history:
 		return "slow statement (outlier): its thread ran other statements before watch read it and the per-thread history (events_statements_history consumer) is off"
 	}
-	return "slow statement (outlier): its row was no longer in its thread's history nor current when watch read them"
+	return "slow statement (outlier): its row was no longer in its thread's history, its current statement or history_long when watch read them"
 }
 
 // readTargets reads the threads of the outliers due now: their per-thread
@@ -147,10 +147,15 @@ func (e *engine) readTargets(ctx context.Context) {
 	}
 	conns := e.targetConns(due)
 	threads, err := t.threadsOf(ctx, e.db, conns)
+	// Rows carry collect's calibration, which a loaded host can put off by
+	// milliseconds; the joiner learns the true offset from its matches.
+	clock, _ := e.clock.Clock()
+	js := e.joiner.Stats()
+	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
+	off, tol := js.OffsetUS, 2000+errUS
 	var rows []collect.ServerStatement
 	if err == nil {
-		clock, _ := e.clock.Clock()
-		rows, err = t.reader.Read(ctx, e.db, threads, clock)
+		rows, err = t.reader.Read(ctx, e.db, threads, clock, earliestStart(due)+off-tol)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -160,12 +165,6 @@ func (e *engine) readTargets(ctx context.Context) {
 		return
 	}
 	t.failures = 0
-	clock, _ := e.clock.Clock()
-	// Rows carry collect's calibration, which a loaded host can put off by
-	// milliseconds; the joiner learns the true offset from its matches.
-	js := e.joiner.Stats()
-	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
-	off, tol := js.OffsetUS, 2000+errUS
 	var feed []collect.ServerStatement
 	for _, p := range due {
 		r, ok := t.rowFor(p, rows, off, tol, errUS, now)
@@ -190,6 +189,18 @@ func (e *engine) readTargets(ctx context.Context) {
 	if len(feed) > 0 {
 		e.joiner.AddServer(feed, nowUS())
 	}
+}
+
+// earliestStart is the first request byte of the targets (Unix µs, wire
+// clock): history_long is read for rows that ended from then on.
+func earliestStart(due []*pendingTarget) int64 {
+	first := int64(0)
+	for _, p := range due {
+		if first == 0 || p.reqFirst < first {
+			first = p.reqFirst
+		}
+	}
+	return first
 }
 
 // flushTargets reads, at the end of a run, the threads of the outliers the
@@ -323,8 +334,8 @@ func (t *targets) rowFor(p *pendingTarget, read []collect.ServerStatement, off, 
 func (t *targets) rowGone(p *pendingTarget, read []collect.ServerStatement, off, errUS int64, now time.Time) bool {
 	n := 0
 	for _, r := range read {
-		if r.ConnID != p.connID {
-			continue
+		if r.ConnID != p.connID || r.Source == collect.SourceHistoryLong {
+			continue // the server-wide ring's rows say nothing of what the thread keeps
 		}
 		if r.StartUS == 0 || r.StartUS-off <= p.respFirst+errUS {
 			return false // p's own, or its row not recorded yet
