@@ -83,7 +83,7 @@ type Profile struct {
 	other     *agg
 	folded    map[string]struct{} // digests folded into other, up to a bound
 	stmts     int64
-	byCommand map[string]int64
+	byCommand commandCounts
 	conns     map[uint64]struct{}
 	connsFull bool
 	firstUS   int64
@@ -102,7 +102,6 @@ func NewProfile(opts ProfileOptions) *Profile {
 		byText:    map[string]*agg{},
 		byCmd:     map[string]*agg{},
 		folded:    map[string]struct{}{},
-		byCommand: map[string]int64{},
 		conns:     map[uint64]struct{}{},
 	}
 }
@@ -115,7 +114,7 @@ func (p *Profile) Add(s *event.Statement) { p.AddExtra(s, nil) }
 // nil); x.ClassID, when set, is the statement's class instead of its digest.
 func (p *Profile) AddExtra(s *event.Statement, x *Extra) {
 	p.stmts++
-	p.byCommand[s.Cmd]++
+	p.byCommand.add(s.Cmd, 1)
 	p.addConn(s)
 	p.addSpan(s)
 	for _, n := range s.Notes {
@@ -390,8 +389,8 @@ func (p *Profile) Merge(o *Profile) error {
 		return fmt.Errorf("merging a %s-latency profile into a %s-latency one", o.opts.Metric, p.opts.Metric)
 	}
 	p.stmts += o.stmts
-	for c, n := range o.byCommand {
-		p.byCommand[c] += n
+	for i, c := range o.byCommand.names {
+		p.byCommand.add(c, o.byCommand.counts[i])
 	}
 	p.mergeConns(o)
 	if o.firstUS != 0 && (p.firstUS == 0 || o.firstUS < p.firstUS) {
@@ -661,7 +660,7 @@ func (p *Profile) Result() *ProfileResult {
 		MetricLabel: p.opts.MetricLabel,
 		Unknown:     slices.Clone(p.opts.Unknown),
 		Statements:  p.stmts,
-		ByCommand:   maps.Clone(p.byCommand),
+		ByCommand:   p.byCommand.asMap(),
 		Connections: int64(len(p.conns)),
 		FirstUS:     p.firstUS,
 		LastUS:      p.lastUS,
@@ -762,4 +761,32 @@ func (a *agg) sortedExact() []int64 {
 	v := slices.Clone(a.exact)
 	slices.Sort(v)
 	return v
+}
+
+// commandCounts counts statements by command name. A statement's command
+// is one of a few dozen names, so a short slice scanned in order (the
+// common ones come first) beats a map, whose hashing and assignment were a
+// visible share of watch's CPU per statement.
+type commandCounts struct {
+	names  []string
+	counts []int64
+}
+
+func (c *commandCounts) add(name string, n int64) {
+	for i, have := range c.names {
+		if have == name {
+			c.counts[i] += n
+			return
+		}
+	}
+	c.names = append(c.names, name)
+	c.counts = append(c.counts, n)
+}
+
+func (c *commandCounts) asMap() map[string]int64 {
+	m := make(map[string]int64, len(c.names))
+	for i, name := range c.names {
+		m[name] += c.counts[i]
+	}
+	return m
 }
