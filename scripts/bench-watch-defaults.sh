@@ -12,17 +12,19 @@
 # joined; at the end the median TPS ratio (watch's cost) and the totals.
 # On a shared or 2-core machine single rounds spread by +-10%: compare
 # medians of many rounds, never one.
-# FLOOR=1 adds a third run per round, the capture floor: tcpdump writing
-# the server port's packets to /dev/null (the kernel's packet tap and a
-# copy out of the ring, no decoding), the three runs' order rotating.
+# FLOOR adds a third run per round, a capture floor, the three runs' order
+# rotating: FLOOR=tap is gapscope's own ring and kernel filter, read and
+# thrown away (benchmarks/wirebench -mode tap: what any capture of these
+# packets costs before decoding one); FLOOR=tcpdump is tcpdump writing
+# the port's packets to /dev/null (a capture tool a DBA already trusts).
 #
 # Usage: scripts/bench-watch-defaults.sh [BINARY]
 # Environment: ROUNDS (12), DURATION (seconds per run, 12), WARMUP (3),
-# THREADS (8), FLOOR (0). Needs root (capture), sysbench and the mariadb
-# client (and tcpdump for FLOOR=1).
+# THREADS (8), FLOOR (none). Needs root (capture), sysbench and the mariadb
+# client (and tcpdump for FLOOR=tcpdump).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-12}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}; FLOOR=${FLOOR:-0}
+ROUNDS=${ROUNDS:-12}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}; FLOOR=${FLOOR:-}
 WORK=$(mktemp -d /tmp/gapscope-bench-defaults.XXXXXX)
 BENCH=bench-watch-defaults
 # shellcheck source=lib/bench.sh
@@ -31,7 +33,12 @@ GAPSCOPE=${1:-}
 bench_binary
 WATCH_PID=
 trap bench_cleanup EXIT
-[ "$FLOOR" = 1 ] && { command -v tcpdump >/dev/null || die "FLOOR=1 needs tcpdump"; }
+case $FLOOR in
+  "") ;;
+  tcpdump) command -v tcpdump >/dev/null || die "FLOOR=tcpdump needs tcpdump" ;;
+  tap) go build -o "$WORK/wirebench" ./benchmarks/wirebench ;;
+  *) die "FLOOR is tap or tcpdump, not $FLOOR" ;;
+esac
 
 bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
   --opt=--performance-schema-consumer-events-statements-current=ON \
@@ -52,7 +59,7 @@ sleeper() {
 # queries FILE: the statements a sysbench run completed.
 queries() { sed -n 's/^ *total: *\([0-9]*\)$/\1/p' "$1" | head -1; }
 
-# run none|watch|tcpdump: one measured sysbench run beside the sleeper; prints
+# run none|watch|floor: one measured sysbench run beside the sleeper; prints
 # "TPS STATEMENTS_RUN SEEN SLEEPS SLEEPS_JOINED OUTLIERS OUTLIERS_JOINED DROPPED"
 # (DROPPED: packets the capture dropped plus statements the join queue did)
 # (SEEN.. 0 without watch).
@@ -61,8 +68,12 @@ run() {
     "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json >"$WORK/w.json" 2>"$WORK/w.err" &
     WATCH_PID=$!
     sleep 4 # watch connects, calibrates and opens the capture first (seconds on a loaded host)
-  elif [ "$1" = tcpdump ]; then
-    tcpdump -i lo -w /dev/null -U "tcp port $PORT" 2>/dev/null &
+  elif [ "$1" = floor ]; then
+    if [ "$FLOOR" = tcpdump ]; then
+      tcpdump -i lo -w /dev/null -U "tcp port $PORT" 2>/dev/null &
+    else
+      "$WORK/wirebench" -mode tap -iface lo -port "$PORT" -duration 1h >/dev/null &
+    fi
     WATCH_PID=$!
     sleep 1
   fi
@@ -75,7 +86,7 @@ run() {
   local tps tx run_q seen=0 slept=0 outliers=0 joined=0 dropped=0
   read -r tps tx < <(sb_result "$WORK/sb.txt")
   run_q=$(($(queries "$WORK/warm.txt") + $(queries "$WORK/sb.txt") + sleeps))
-  if [ "$1" = tcpdump ]; then
+  if [ "$1" = floor ]; then
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || true
     WATCH_PID=
   elif [ -n "$WATCH_PID" ]; then
@@ -94,8 +105,8 @@ print(c["seen"], slept, c["outliers"], c["outliers_joined"], res["capture"].get(
 echo "bench-watch-defaults: $GAPSCOPE at its default flags; sysbench $THREADS threads, ${DURATION} s runs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 # order R: the runs of round R, rotated so that each comes first as often.
 order() {
-  if [ "$FLOOR" = 1 ]; then
-    case $(($1 % 3)) in 1) echo "none watch tcpdump" ;; 2) echo "watch tcpdump none" ;; 0) echo "tcpdump none watch" ;; esac
+  if [ -n "$FLOOR" ]; then
+    case $(($1 % 3)) in 1) echo "none watch floor" ;; 2) echo "watch floor none" ;; 0) echo "floor none watch" ;; esac
   elif [ $(($1 % 2)) -eq 1 ]; then echo "none watch"; else echo "watch none"; fi
 }
 
@@ -106,16 +117,16 @@ for r in $(seq 1 "$ROUNDS"); do
     case $m in
       none) none=$(run none) ;;
       watch) with=$(run watch) ;;
-      tcpdump) read -r floor _ < <(run tcpdump) ;;
+      floor) read -r floor _ < <(run floor) ;;
     esac
   done
   read -r tps_n _ <<<"$none"
   read -r tps_w ran seen sleeps slept outliers joined dropped <<<"$with"
-  extra=""; [ "$FLOOR" = 1 ] && extra=", tcpdump $floor"
+  extra=""; [ -n "$FLOOR" ] && extra=", $FLOOR $floor"
   echo "round $r/$ROUNDS ($order): TPS none $tps_n, watch $tps_w$extra; watch saw $seen of $ran statements (dropped $dropped); $slept of $sleeps sleeps joined; $joined of $outliers outliers joined"
   echo "$tps_n $tps_w $ran $seen $sleeps $slept $outliers $joined $floor" >>"$WORK/rounds.txt"
 done
-python3 - "$WORK/rounds.txt" <<'PY'
+python3 - "$WORK/rounds.txt" "$FLOOR" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 ratios = [r[1] / r[0] for r in rows if r[0] > 0]
@@ -126,6 +137,7 @@ print(f"watch at its defaults: median x{statistics.median(ratios):.3f} of TPS wi
       f"sleeps joined {sum(r[5] for r in rows):.0f} of {sum(r[4] for r in rows):.0f}; outliers joined {sum(r[7] for r in rows):.0f} of {sum(r[6] for r in rows):.0f}")
 floor = [r[8] / r[0] for r in rows if r[0] > 0 and r[8] > 0]
 if floor:
-    print(f"capture floor (tcpdump -w /dev/null): median x{statistics.median(floor):.3f} of TPS without it "
+    what = {"tap": "gapscope's ring read and thrown away", "tcpdump": "tcpdump -w /dev/null"}[sys.argv[2]]
+    print(f"capture floor ({what}): median x{statistics.median(floor):.3f} of TPS without it "
           f"(cost {100 * (1 - statistics.median(floor)):.1f}%; range x{min(floor):.3f}-x{max(floor):.3f})")
 PY

@@ -101,10 +101,9 @@ func (t *Tracker) setSQL(s *event.Statement, ex *mysqlproto.Exchange) {
 		s.SQL = string(ex.SQL) // a schema or table name: no literals
 		return
 	}
-	s.DigestText, s.Digest = t.norm.Normalize(ex.SQL)
-	s.Fingerprint = s.Digest
-	comment, tags := sqltext.Comment(ex.SQL)
-	s.Tags = tags
+	d := t.derive(ex)
+	s.DigestText, s.Digest, s.Fingerprint, s.Tags = d.digestText, d.digest, d.digest, d.tags
+	comment := d.comment
 	switch {
 	case !t.opts.KeepLiterals && comment != "":
 		s.SQL = s.DigestText + " " + comment // the digest text drops comments; the application's context stays
@@ -116,6 +115,32 @@ func (t *Tracker) setSQL(s *event.Statement, ex *mysqlproto.Exchange) {
 	default:
 		s.SQL = string(ex.SQL)
 	}
+}
+
+// derived is what a statement's text gives: its digest and its trailing
+// comment's tags.
+type derived struct {
+	digestText, digest, comment string
+	tags                        map[string]string
+}
+
+// derive normalises ex's text, once per prepared statement: an execute
+// finds what an earlier one derived in the statement's memo (the digest
+// cache would cost a hash of the text and a lookup in a large map on every
+// execute). The tags map is then shared by the statement's executes.
+func (t *Tracker) derive(ex *mysqlproto.Exchange) derived {
+	if ex.Memo != nil {
+		if d, ok := (*ex.Memo).(*derived); ok {
+			return *d
+		}
+	}
+	var d derived
+	d.digestText, d.digest = t.norm.Normalize(ex.SQL)
+	d.comment, d.tags = sqltext.Comment(ex.SQL)
+	if ex.Memo != nil {
+		*ex.Memo = &d
+	}
+	return d
 }
 
 func addNote(notes []string, n string) []string {

@@ -80,7 +80,8 @@ type Statement struct {
 	// a statement whether it joined or not, so exporters key on it.
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// Tags are the sqlcommenter key='value' tags of the statement's
-	// trailing comment (route, framework, W3C traceparent...).
+	// trailing comment (route, framework, W3C traceparent...). Read only:
+	// the executes of one prepared statement share the map.
 	Tags map[string]string `json:"tags,omitempty"`
 }
 

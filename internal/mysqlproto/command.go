@@ -6,6 +6,7 @@ type stmtInfo struct {
 	nParams  int
 	types    []byte // 2 bytes per param, from the last execute that bound them
 	longData []bool // params sent with COM_STMT_SEND_LONG_DATA since the last execute
+	memo     any    // the handler's, through Exchange.Memo; emptied with a new text
 }
 
 // startCommand parses the head command from its raw payload and sets up
@@ -87,7 +88,7 @@ func (d *ConnDecoder) stmtRef(h *pending) *stmtInfo {
 	h.ex.StmtID = id
 	si := d.stmts[id]
 	if si != nil {
-		h.ex.SQL = si.sql
+		h.ex.SQL, h.ex.Memo = si.sql, &si.memo
 	}
 	return si
 }
@@ -120,6 +121,7 @@ func (d *ConnDecoder) addStmt(id uint32, sql []byte, nParams int) {
 		d.stmts[id] = si
 	}
 	si.sql = append(si.sql[:0], sql...)
+	si.memo = nil
 	si.nParams = nParams
 	si.types = si.types[:0]
 	si.longData = si.longData[:0]

@@ -50,6 +50,11 @@ type Exchange struct {
 	// Params), the schema for COM_INIT_DB, the table for COM_FIELD_LIST.
 	SQL    []byte
 	StmtID uint32
+	// Memo, for a command on a known prepared statement, is a slot the
+	// handler may fill with what it derives from SQL (its digest): it lives
+	// as long as the statement and is emptied when the id gets a new text,
+	// so that each execute need not derive it again. Nil otherwise.
+	Memo *any
 	// Params holds COM_STMT_EXECUTE bound values rendered as SQL literals
 	// ('abc', 42, NULL, ...), in placeholder order; nil when unknown.
 	Params [][]byte

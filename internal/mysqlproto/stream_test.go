@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -388,5 +389,48 @@ func TestStatementMemoryReused(t *testing.T) {
 	}
 	if !bytes.Equal(d.freeStmts[0].sql, []byte("SELECT ?")) {
 		t.Errorf("freed statement text %q", d.freeStmts[0].sql)
+	}
+}
+
+// memoHandler records, for each execute, its text and what an earlier
+// execute left in its memo, and leaves its own.
+type memoHandler struct{ seen []string }
+
+func (h *memoHandler) OnExchange(ex *Exchange, _ *ConnInfo) {
+	if ex.Cmd != comStmtExecute {
+		return
+	}
+	if ex.Memo == nil {
+		h.seen = append(h.seen, string(ex.SQL)+" | no memo")
+		return
+	}
+	before, _ := (*ex.Memo).(string)
+	h.seen = append(h.seen, string(ex.SQL)+" | "+before)
+	*ex.Memo = "from " + string(ex.SQL)
+}
+
+// An execute finds in Exchange.Memo what the handler derived from the
+// statement's text on an earlier execute; the id prepared again with a
+// new text starts with an empty memo.
+func TestExecuteMemo(t *testing.T) {
+	s := newScript(true)
+	s.handshake()
+	s.prepare("SELECT ?", 5, 1, 3)
+	for range 2 {
+		s.client(execPayload(5, 0, true, int64(1)))
+		s.server(s.resultPayloads(3, rows(1), 2, true)...)
+	}
+	s.client(binary.LittleEndian.AppendUint32([]byte{comStmtClose}, 5))
+	s.prepare("SELECT ? + 1", 5, 1, 3)
+	s.client(execPayload(5, 0, true, int64(2)))
+	s.server(s.resultPayloads(3, rows(1), 2, true)...)
+	h := &memoHandler{}
+	d := NewConnDecoder(h, Options{})
+	for _, c := range s.chunks {
+		d.Feed(c.dir, c.ts, c.data)
+	}
+	want := []string{"SELECT ? | ", "SELECT ? | from SELECT ?", "SELECT ? + 1 | "}
+	if !slices.Equal(h.seen, want) {
+		t.Errorf("executes saw %q, want %q", h.seen, want)
 	}
 }
