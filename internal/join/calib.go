@@ -5,6 +5,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // The joiner's side of self-calibration (the estimator is in offset.go).
@@ -63,10 +64,48 @@ func (iv interval) minus(raw int64) interval { return interval{lo: iv.lo - raw, 
 
 // plausible reports whether a row could be the record of the i-th pending
 // wire statement if the clock were off by up to SearchUS.
-func (j *Joiner) plausible(c *connState, i int, r *collect.ServerStatement) bool {
-	s := c.wires.at(i).s
+func (j *Joiner) plausible(c *connState, i int, it *rowItem) bool {
+	s, r := c.wires.at(i).s, &it.r
 	return r.StartUS >= s.TReqFirst-j.opts.SearchUS && r.StartUS <= answerStart(c, i)+j.opts.SearchUS &&
-		cmdCompatible(s.Cmd, r.EventName) && textCompatible(s.SQL, r.SQLText)
+		cmdCompatible(s.Cmd, r.EventName) && textCompatible(s.SQL, r.SQLText) && j.sameShape(s, it)
+}
+
+// sameShape reports whether a row and a wire statement can be the same
+// statement by their texts' shapes (gapscope's fingerprint of each), when
+// both texts give one. Votes need more than the leading keyword: most of a
+// workload is SELECTs, and each row that pairs with a neighbour of another
+// shape is a vote for an origin a statement or two off, which on a busy
+// connection can tie with the true one. Matching itself keeps to the
+// keyword: a shape the two normalisations disagree on (a text the server
+// cut at performance_schema_max_sql_text_length) must not leave a
+// statement unjoined, only cost a vote.
+func (j *Joiner) sameShape(s *event.Statement, it *rowItem) bool {
+	if s.Fingerprint == "" || mayHoldMore(s.SQL) {
+		return true // no shape, or one text for several rows
+	}
+	shape := j.rowShape(it)
+	return shape == "" || shape == s.Fingerprint
+}
+
+// maxShapeText: a longer SQL_TEXT may have been cut by the server (1,024
+// characters by default), and a cut text has another shape.
+const maxShapeText = 1000
+
+// rowShape is the fingerprint of the row's SQL_TEXT ("" when it has none,
+// or one too long to trust), computed once per row and only while the
+// clock is learnt.
+func (j *Joiner) rowShape(it *rowItem) string {
+	if it.shaped {
+		return it.shape
+	}
+	it.shaped = true
+	if t := it.r.SQLText; t != "" && len(t) < maxShapeText {
+		if j.norm == nil {
+			j.norm = sqltext.NewNormalizer(1000)
+		}
+		_, it.shape = j.norm.Normalize([]byte(t))
+	}
+	return it.shape
 }
 
 // voteRow lets a new row vote for the origins under which it fits each
@@ -76,7 +115,7 @@ func (j *Joiner) voteRow(c *connState, it *rowItem) {
 		if c.wires.at(i).s.TReqFirst-j.opts.SearchUS > it.r.StartUS {
 			break // later statements start even later
 		}
-		if !j.plausible(c, i, &it.r) {
+		if !j.plausible(c, i, it) {
 			continue
 		}
 		if iv, ok := pairInterval(c, i, it); ok {
@@ -107,7 +146,7 @@ func (j *Joiner) voteWire(c *connState, i int) {
 	for k := from; k <= i; k++ {
 		for n := 0; n < c.rows.len(); n++ {
 			it := c.rows.at(n)
-			if it.done || !j.plausible(c, k, &it.r) {
+			if it.done || !j.plausible(c, k, it) {
 				continue
 			}
 			if iv, ok := pairInterval(c, k, it); ok {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // Options tune a Joiner. Zero values pick the defaults.
@@ -150,6 +151,7 @@ type Joiner struct {
 	endTolUS int64 // matching window tolerance after the response
 	fitTolUS int64 // clamping beyond this makes a match doubtful
 	off      *offsetEstimator
+	norm     *sqltext.Normalizer // fingerprints rows' texts while the clock is learnt (rowShape)
 	// holding: the claimed calibration looks wrong and the origin is not
 	// learnt yet, so matching waits (since holdSince, at most LearnWait).
 	holding   bool
@@ -194,6 +196,10 @@ type rowItem struct {
 	// a row without times (collect had no calibration).
 	base, shift int64
 	timed       bool
+	// shape is the fingerprint of the row's text once rowShape computed it
+	// (shaped), for the votes that learn the clock.
+	shape  string
+	shaped bool
 }
 
 // raw is the row's start on the server's own timer (µs since its origin).
