@@ -26,6 +26,8 @@ demo: deps build
 
 vet:
 	$(GO) vet $(PKGS)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted: $$unformatted"; exit 1; fi
 
 # test: go.mod tidy, everything, sandbox end-to-end tests included (-p 1:
 # one package at a time, so that labs timing real servers do not compete for

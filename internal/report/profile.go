@@ -97,12 +97,12 @@ func NewProfile(opts ProfileOptions) *Profile {
 		opts.MaxDigests = DefaultMaxDigests
 	}
 	return &Profile{
-		opts:      opts,
-		digests:   map[string]*agg{},
-		byText:    map[string]*agg{},
-		byCmd:     map[string]*agg{},
-		folded:    map[string]struct{}{},
-		conns:     map[uint64]struct{}{},
+		opts:    opts,
+		digests: map[string]*agg{},
+		byText:  map[string]*agg{},
+		byCmd:   map[string]*agg{},
+		folded:  map[string]struct{}{},
+		conns:   map[uint64]struct{}{},
 	}
 }
 

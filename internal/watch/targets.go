@@ -235,7 +235,8 @@ func (t *targets) giveUpAll() {
 // row per thread at most, and a statement of twice that is seen running at
 // least once. A busy connection (hundreds of statements a second) pushes a
 // slow statement out of its thread's 10-row history within milliseconds,
-// before watch can read it: once that happened, scans run every
+// before watch can read it, and a busy server turns history_long over in
+// tens: once an outlier was lost to both, scans run every
 // busyRunningEvery for busyScanFor, with a threshold of busyRunningMin,
 // so that a statement just past the outlier floor is seen running too (a
 // 30 ms one always, a 10 ms one often). That is at most fifty such queries
@@ -276,6 +277,9 @@ func (e *engine) scanRunning(ctx context.Context) {
 	t.scannedAt = now
 	clock, _ := e.clock.Clock()
 	rows, err := t.reader.ReadRunning(ctx, e.db, atLeast, clock)
+	e.serverM.Lock()
+	e.server.RunningScans++
+	e.serverM.Unlock()
 	if err != nil {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
@@ -300,28 +304,49 @@ func (t *targets) remember(rows []collect.ServerStatement) {
 	}
 }
 
-// rowFor is the row for p among what the read of its thread returned, or
-// the row read while it ran when its own is gone (rowGone); false when
-// there is none yet (p.tries says whether it is read again: requeue).
-// A history row's start may lie tol outside p's window (the clock's
-// calibration), a running row's only the clock's error (see fromRunning).
+// rowFor is the row for p among what the read of its thread returned;
+// when its own thread no longer keeps it (rowGone), history_long's copy,
+// or else the row a running scan read while it ran. False when there is
+// none yet (p.tries says whether it is read again: requeue). A history
+// row's start may lie tol outside p's window (the clock's calibration);
+// once the thread's rows have moved past p, a row's start only the clock's
+// error, since p's neighbours are then all that is left to fit.
 func (t *targets) rowFor(p *pendingTarget, read []collect.ServerStatement, off, tol, errUS int64, now time.Time) (collect.ServerStatement, bool) {
-	gone := t.rowGone(p, read, off, errUS, now)
-	if gone {
-		if r, ok := t.fromRunning(p, off, errUS+100); ok {
-			p.tries = -1
-			return r, true
+	gone, rolled := t.rowGone(p, read, off, errUS)
+	if !gone {
+		if i := bestRow(read, p, off, tol, errUS+100); i >= 0 {
+			p.tries = -1 // done
+			return read[i], true
 		}
+		return collect.ServerStatement{}, false
 	}
-	i := bestRow(read, p, off, tol, errUS+100)
-	switch {
-	case i >= 0:
-		p.tries = -1 // done
-		return read[i], true
-	case gone:
-		p.tries = len(retryAfter) // reading it again cannot help: requeue gives it up
+	p.tries = len(retryAfter) // reading it again cannot help: requeue gives it up unless found now
+	long := fromLong(read)
+	if i := bestRow(long, p, off, errUS+100, errUS+100); i >= 0 {
+		p.tries = -1
+		return long[i], true // the server's own end: better than a running row's
+	}
+	if rolled {
+		// Only a running scan can still find a busy connection's outliers:
+		// scans speed up for a while (scanPace).
+		t.busyUntil = now.Add(busyScanFor)
+	}
+	if r, ok := t.fromRunning(p, off, errUS+100); ok {
+		p.tries = -1
+		return r, true
 	}
 	return collect.ServerStatement{}, false
+}
+
+// fromLong is the rows of read that came from history_long.
+func fromLong(read []collect.ServerStatement) []collect.ServerStatement {
+	var long []collect.ServerStatement
+	for _, r := range read {
+		if r.Source == collect.SourceHistoryLong {
+			long = append(long, r)
+		}
+	}
+	return long
 }
 
 // rowGone reports whether p's own row is gone from what its thread keeps,
@@ -329,25 +354,23 @@ func (t *targets) rowFor(p *pendingTarget, read []collect.ServerStatement, off, 
 // its rows came back: a live thread has at least its current statement),
 // or its history has moved past p (every row started after p's answer
 // began, by more than errUS, the clock's error: the server starts a
-// statement before it answers). The latter is a busy connection's: the
-// running scans speed up for a while (scanPace).
-func (t *targets) rowGone(p *pendingTarget, read []collect.ServerStatement, off, errUS int64, now time.Time) bool {
+// statement before it answers), which rolled reports: a busy connection's.
+func (t *targets) rowGone(p *pendingTarget, read []collect.ServerStatement, off, errUS int64) (gone, rolled bool) {
 	n := 0
 	for _, r := range read {
 		if r.ConnID != p.connID || r.Source == collect.SourceHistoryLong {
 			continue // the server-wide ring's rows say nothing of what the thread keeps
 		}
 		if r.StartUS == 0 || r.StartUS-off <= p.respFirst+errUS {
-			return false // p's own, or its row not recorded yet
+			return false, false // p's own, or its row not recorded yet
 		}
 		n++
 	}
 	if n == 0 {
 		delete(t.threadOf, p.connID) // a thread id is not reused, but a connection id may be
-		return true
+		return true, false
 	}
-	t.busyUntil = now.Add(busyScanFor)
-	return true
+	return true, true
 }
 
 // fromRunning is the row a running scan read while p's statement ran, for

@@ -210,11 +210,44 @@ func TestRolledOverPrefersRunningRowToALaterStatement(t *testing.T) {
 	if !ok || r.EventID != 100 || r.Source != collect.SourceRunning {
 		t.Fatalf("fed %v: %+v", ok, r)
 	}
-	// Without the running row, the history's nearest row is all there is
-	// (the clock's calibration may be that far off).
+	// Without the running row the later statement is still not taken for
+	// it (its start lies beyond the clock's error): the outlier is given up.
 	tg = newTargets(true, true)
-	if r, ok := tg.rowFor(busyTarget(), read, 0, 2_000, 100, time.Now()); !ok || r.EventID != 101 || r.Source != collect.SourceHistory {
-		t.Errorf("without a running row: fed %v, %+v", ok, r)
+	p = busyTarget()
+	if r, ok := tg.rowFor(p, read, 0, 2_000, 100, time.Now()); ok || p.tries != len(retryAfter) {
+		t.Errorf("without a running row: fed %v %+v, tries %d", ok, r, p.tries)
+	}
+}
+
+// An outlier its thread's history lost is joined from its thread's rows
+// in history_long when they still hold it, before any running row (the
+// server's own end beats one from the wire), and the running scans keep
+// their pace: history_long did what faster scans would have done.
+func TestRolledOverOutlierFromHistoryLong(t *testing.T) {
+	tg := newTargets(true, true)
+	tg.remember([]collect.ServerStatement{sleepRunning(0)})
+	long := collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, SQLText: "SELECT SLEEP(0.03)",
+		StartUS: 1_040, EndUS: 31_020, Source: collect.SourceHistoryLong}
+	neighbour := movedOn(0)[0]
+	neighbour.Source = collect.SourceHistoryLong
+	read := append(movedOn(0), neighbour, long)
+	now := time.Unix(1000, 0)
+	p := busyTarget()
+	r, ok := tg.rowFor(p, read, 0, 2_000, 100, now)
+	if !ok || r != long || p.tries != -1 {
+		t.Fatalf("fed %v: %+v, tries %d", ok, r, p.tries)
+	}
+	if every, _ := tg.scanPace(now); every != runningEvery {
+		t.Errorf("scans every %v after history_long held the outlier, want %v", every, runningEvery)
+	}
+	// history_long turned over too: the running row, and faster scans.
+	p = busyTarget()
+	r, ok = tg.rowFor(p, append(movedOn(0), neighbour), 0, 2_000, 100, now)
+	if !ok || r.Source != collect.SourceRunning {
+		t.Fatalf("history_long without it: fed %v, %+v", ok, r)
+	}
+	if every, _ := tg.scanPace(now); every != busyRunningEvery {
+		t.Errorf("scans every %v once only a running row could join it, want %v", every, busyRunningEvery)
 	}
 }
 

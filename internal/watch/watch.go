@@ -198,7 +198,11 @@ type ServerSideStats struct {
 	TargetedReads  int64 `json:"targeted_reads"`
 	TargetedRows   int64 `json:"targeted_rows"`
 	TargetedMissed int64 `json:"targeted_missed"`
-	SlowDrops      int64 `json:"slow_drops"`
+	// RunningScans are the reads of events_statements_current for the
+	// statements running past the outlier floor (every 100 ms, every 20 ms
+	// while busy connections' outliers are lost to both histories).
+	RunningScans int64 `json:"running_scans"`
+	SlowDrops    int64 `json:"slow_drops"`
 }
 
 // portOf extracts the port of a host:port address (3306 when absent).
