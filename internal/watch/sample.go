@@ -165,10 +165,9 @@ func (c *connSample) keep(rows []collect.ServerStatement, slowPS uint64) ([]coll
 	return rows, unknown
 }
 
-// joins reports whether the sample joins the fast statements of the wire
-// connection conn ("client>server").
-func (c *connSample) joins(conn string) bool {
-	s := c.get()
+// joins reports whether the sample s joins the fast statements of the
+// wire connection conn ("client>server").
+func joins(s capture.Sample, conn string) bool {
 	if !s.On() {
 		return true
 	}
