@@ -121,7 +121,7 @@ func (t *ThreadStatements) Read(ctx context.Context, db queryer, threads map[uin
 				continue
 			}
 			seen[key] = true
-			r.Source, r.ConnID = src.table, threads[r.ThreadID]
+			r.Source, r.ConnID, r.Targeted = src.table, threads[r.ThreadID], true
 			if clock.OriginUS != 0 {
 				r.StartUS, r.EndUS = clock.UnixMicros(r.TimerStart), clock.UnixMicros(r.TimerEnd)
 			}
@@ -152,7 +152,7 @@ func (t *ThreadStatements) ReadRunning(ctx context.Context, db queryer, minWait 
 		if r.ConnID = t.connOf[r.ThreadID]; r.ConnID == 0 || r.NestingLevel > 0 || r.NestingType == "STATEMENT" {
 			continue
 		}
-		r.Source, r.TimerEnd, r.EndUS = SourceRunning, 0, 0
+		r.Source, r.TimerEnd, r.EndUS, r.Targeted = SourceRunning, 0, 0, true
 		if clock.OriginUS != 0 {
 			r.StartUS = clock.UnixMicros(r.TimerStart)
 		}

@@ -58,6 +58,11 @@ type ServerStatement struct {
 	// Source is the table the row was read from (SourceHistoryLong, ...);
 	// "" when the reader did not say.
 	Source string
+	// Targeted: read for one statement, from its thread's rows
+	// (ThreadStatements), not by the cursor that returns each thread's rows
+	// in order; the row's statement may have followed ones whose rows the
+	// cursor has yet to bring.
+	Targeted bool
 }
 
 // The tables a statement row can come from (ServerStatement.Source).

@@ -526,12 +526,13 @@ func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
 }
 
 // inOrder reports whether r comes from the stream that returns each
-// connection's rows in order (the history_long cursor). A row read from
-// its thread's own history for a statement that stood out can come before
-// the rows of the statements its connection ran just before it: it must
-// not tell the joiner that those will never come.
+// connection's rows in order (the history_long cursor). A row read for a
+// statement that stood out, from its thread's own history or its thread's
+// rows in history_long, can come before the rows of the statements its
+// connection ran just before it: it must not tell the joiner that those
+// will never come.
 func inOrder(r *collect.ServerStatement) bool {
-	return r.Source == "" || r.Source == collect.SourceHistoryLong
+	return !r.Targeted && (r.Source == "" || r.Source == collect.SourceHistoryLong)
 }
 
 func rowLess(a, b *rowItem) bool {

@@ -201,25 +201,29 @@ func TestJoinEndedThreadLateQuit(t *testing.T) {
 // brings the rows of the statements its connection ran just before it:
 // those statements wait for their rows instead of being given up.
 func TestJoinTargetedRowLeavesEarlierStatementsWaiting(t *testing.T) {
-	rec := newRecorder(t)
-	j := New(Options{CalibrationErrorUS: 20}, rec.emit)
-	a := wire(5, "COM_QUERY", "SELECT ?", 1_000_000, 1_000_100)
-	b := wire(5, "COM_QUERY", "SELECT ?", 1_000_200, 1_000_300)
-	slow := wire(5, "COM_QUERY", "SELECT SLEEP(?)", 1_000_400, 1_030_400)
-	for _, w := range []*event.Statement{a, b, slow} {
-		j.AddWire(w, 0)
-	}
-	targeted := row(5, "statement/sql/select", "SELECT SLEEP(0.03)", 1_000_420, 1_030_390)
-	targeted.Source = collect.SourceHistory
-	j.AddServer([]collect.ServerStatement{targeted}, 0)
-	if !slow.Joined || a.Joined || b.Joined || rec.seen[a] || rec.seen[b] {
-		t.Fatalf("slow joined %v; a emitted %v, b emitted %v: the earlier statements must wait", slow.Joined, rec.seen[a], rec.seen[b])
-	}
-	j.AddServer([]collect.ServerStatement{
-		row(5, "statement/sql/select", "SELECT 1", 1_000_020, 1_000_090),
-		row(5, "statement/sql/select", "SELECT 2", 1_000_220, 1_000_290),
-	}, 0)
-	if !a.Joined || !b.Joined {
-		t.Fatalf("a joined %v, b joined %v; stats %+v", a.Joined, b.Joined, j.Stats())
+	// A targeted read's row from history_long is out of the cursor's order
+	// too: only the Targeted mark tells it from the periodic read's.
+	for _, source := range []string{collect.SourceHistory, collect.SourceCurrent, collect.SourceHistoryLong, collect.SourceRunning} {
+		rec := newRecorder(t)
+		j := New(Options{CalibrationErrorUS: 20}, rec.emit)
+		a := wire(5, "COM_QUERY", "SELECT ?", 1_000_000, 1_000_100)
+		b := wire(5, "COM_QUERY", "SELECT ?", 1_000_200, 1_000_300)
+		slow := wire(5, "COM_QUERY", "SELECT SLEEP(?)", 1_000_400, 1_030_400)
+		for _, w := range []*event.Statement{a, b, slow} {
+			j.AddWire(w, 0)
+		}
+		targeted := row(5, "statement/sql/select", "SELECT SLEEP(0.03)", 1_000_420, 1_030_390)
+		targeted.Source, targeted.Targeted = source, true
+		j.AddServer([]collect.ServerStatement{targeted}, 0)
+		if !slow.Joined || a.Joined || b.Joined || rec.seen[a] || rec.seen[b] {
+			t.Fatalf("%s: slow joined %v; a emitted %v, b emitted %v: the earlier statements must wait", source, slow.Joined, rec.seen[a], rec.seen[b])
+		}
+		j.AddServer([]collect.ServerStatement{
+			row(5, "statement/sql/select", "SELECT 1", 1_000_020, 1_000_090),
+			row(5, "statement/sql/select", "SELECT 2", 1_000_220, 1_000_290),
+		}, 0)
+		if !a.Joined || !b.Joined {
+			t.Fatalf("%s: a joined %v, b joined %v; stats %+v", source, a.Joined, b.Joined, j.Stats())
+		}
 	}
 }
