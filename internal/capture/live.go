@@ -20,9 +20,11 @@ import (
 // LiveOptions tune a live capture.
 type LiveOptions struct {
 	Options
-	// RingMB is the size of the kernel ring (default 32 MiB: 5 s of 20k statements/s;
-	// the ring is resident, so it is most of watch's memory). A bigger ring
-	// rides out longer bursts before the kernel drops packets.
+	// RingMB is the size of the kernel ring (default 64 MiB; the ring is
+	// resident, so it is most of watch's memory). It is the capture's only
+	// queue: it must hold what arrives while the decoding goroutine gets no
+	// CPU, which a saturated host does to it at times. A bigger ring rides
+	// out longer stalls before the kernel drops packets.
 	RingMB int
 	// Sample, when On, captures only the connections it Follows, in the
 	// kernel filter. SetSample changes it while the capture runs.
@@ -87,7 +89,7 @@ type Live struct {
 func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	opts.Options = opts.Options.withDefaults()
 	if opts.RingMB <= 0 {
-		opts.RingMB = 32
+		opts.RingMB = 64
 	}
 	block := ringBlockSize
 	if opts.BlockKB > 0 {

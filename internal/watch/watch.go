@@ -39,7 +39,7 @@ func DefaultOptions() Options {
 	return Options{
 		Sample:          1,
 		CPUBudget:       DefaultCPUBudget,
-		RingMB:          32,
+		RingMB:          64,
 		PollInterval:    time.Second,
 		MinPollInterval: 250 * time.Millisecond,
 		MaxWait:         5 * time.Second,
