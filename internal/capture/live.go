@@ -242,12 +242,10 @@ func (l *Live) Close() error {
 // Run captures until ctx ends, calling emit for every statement; emit must
 // be fast and never block. Packets are decoded where the kernel put them,
 // in the ring, on the goroutine that reads it: nothing is copied, and the
-// ring itself (RingMB) is the queue that rides out a slow moment. Copying
-// each packet into a batch for a second goroutine was a large share of
-// watch's CPU on a busy server (docs/performance.md), and the tracker
-// decodes far faster than a server on the same host can answer. The tracker keeps no
-// reference to a packet's bytes after Packet returns, which is what lets
-// the ring take its block back.
+// ring itself (RingMB) is the queue that rides out a slow moment (a copy
+// into batches for a second goroutine cost more CPU than it saved). The
+// tracker keeps no reference to a packet's bytes after Packet returns,
+// which is what lets the ring take its block back.
 func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, error) {
 	defer l.Close()
 	defer context.AfterFunc(ctx, l.ready.interrupt)()

@@ -2,8 +2,9 @@ package collect
 
 import (
 	"context"
-	"github.com/gapscope/gapscope/internal/sqltext"
 	"time"
+
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // statementFields lists the statement history columns gapscope reads.

@@ -101,17 +101,19 @@ func (t *ThreadStatements) Read(ctx context.Context, db queryer, threads map[uin
 	}
 	slices.Sort(ids)
 	cond := " WHERE h.END_EVENT_ID IS NOT NULL AND h.THREAD_ID IN (" + joinIDs(ids) + ")"
-	long := ""
-	if t.long != "" && longSinceUS > 0 && clock.OriginUS != 0 && longSinceUS > clock.OriginUS {
-		long = t.long + cond + " AND h.TIMER_END >= " + strconv.FormatUint(uint64(longSinceUS-clock.OriginUS)*PicosPerMicro, 10)
+	longCond := cond
+	if clock.OriginUS != 0 && longSinceUS > clock.OriginUS {
+		longCond += " AND h.TIMER_END >= " + strconv.FormatUint(uint64(longSinceUS-clock.OriginUS)*PicosPerMicro, 10)
 	}
 	var out []ServerStatement
 	seen := map[[2]uint64]bool{}
-	for _, src := range []struct{ table, q string }{{SourceHistory, t.history + cond}, {SourceCurrent, t.current + cond}, {SourceHistoryLong, long}} {
-		if src.q == cond || src.q == "" {
-			continue
+	for _, src := range []struct{ table, q, cond string }{
+		{SourceHistory, t.history, cond}, {SourceCurrent, t.current, cond}, {SourceHistoryLong, t.long, longCond},
+	} {
+		if src.q == "" || (src.table == SourceHistoryLong && src.cond == cond) {
+			continue // no such table, or no time to read history_long from
 		}
-		rows, err := t.query(ctx, db, src.q, t.fields[src.table])
+		rows, err := t.query(ctx, db, src.q+src.cond, t.fields[src.table])
 		if err != nil {
 			return nil, fmt.Errorf("reading performance_schema.%s: %w", src.table, err)
 		}
