@@ -40,14 +40,7 @@ case $FLOOR in
   *) die "FLOOR is tap or tcpdump, not $FLOOR" ;;
 esac
 
-bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
-  --opt=--performance-schema-consumer-events-statements-current=ON \
-  --opt=--performance-schema-consumer-events-statements-history=ON \
-  --opt=--performance-schema-consumer-events-statements-history-long=ON
-SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
-    --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS")
-mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
-"${SB[@]}" prepare >/dev/null
+bench_oltp_lab
 
 # sleeper N: one connection running N x SELECT SLEEP(0.2), back to back.
 sleeper() {

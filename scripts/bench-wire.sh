@@ -15,7 +15,10 @@
 #   sides rotated each round: SIDES (default "none;tap;tap-snap;decode"):
 #   no capture; a ring read and thrown away (the tap alone); the same with
 #   server answers cut to SNAP bytes in the kernel filter; the wire-only
-#   decode. Prints per side and round the TPS, the server's CPU per
+#   decode; tcx-tap: the tap through an eBPF program at the interface's tcx
+#   hook copying each packet into a BPF ring buffer, read and thrown away;
+#   tcx-count: that program counting the port's packets, copying none (the
+#   least any in-kernel design costs). Prints per side and round the TPS, the server's CPU per
 #   statement (mysqld's user + system ticks) and sysbench's, then each
 #   side's medians. On loopback the tap runs in the sender's context: its
 #   cost shows in the server's (answers) and sysbench's (requests) CPU, which
@@ -91,7 +94,7 @@ tap_rounds() {
   IFS=';' read -r -a sides <<<"$SIDES"
   local rate=() what="saturating"
   [ "$TAP_RATE" != 0 ] && rate=(--rate="$TAP_RATE") && what="at $TAP_RATE statements/s"
-  echo "bench-wire tap: sysbench oltp_point_select $what, $THREADS connections, $WINDOW s per side, sides rotated; snap $SNAP; load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "bench-wire tap: sysbench $WORKLOAD $what, $THREADS connections, $WINDOW s per side, sides rotated; snap $SNAP; load $(cut -d' ' -f1-3 /proc/loadavg)"
   printf "%5s %-9s %10s %17s %17s %13s\n" round side TPS "server µs/stmt" "sysbench µs/stmt" kernel_drops
   : >"$WORK/tps"
   for r in $(seq 1 "$ROUNDS"); do
@@ -101,6 +104,8 @@ tap_rounds() {
       wb=
       case $side in
         none) ;;
+        tcx-count) "${WB[@]}" -mode tcx-count -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
+        tcx-tap) "${WB[@]}" -mode tcx-tap -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         tap) "${WB[@]}" -mode tap -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         tap-snap) "${WB[@]}" -mode tap -answer-snap "$SNAP" -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         decode) "${WB[@]}" -mode decode -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;

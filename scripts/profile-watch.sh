@@ -22,14 +22,7 @@ bench_binary
 WATCH_PID=
 trap bench_cleanup EXIT
 mkdir -p "$OUT"
-bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
-  --opt=--performance-schema-consumer-events-statements-current=ON \
-  --opt=--performance-schema-consumer-events-statements-history=ON \
-  --opt=--performance-schema-consumer-events-statements-history-long=ON
-SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
-    --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS")
-mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
-"${SB[@]}" prepare >/dev/null
+bench_oltp_lab
 "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json --cpuprofile "$OUT/cpu.pprof" >"$WORK/w.json" 2>"$WORK/w.err" &
 WATCH_PID=$!
 sleep 4 # watch connects, calibrates and opens the capture first

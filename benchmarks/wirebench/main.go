@@ -9,7 +9,8 @@
 // -mode decode runs the live capture as watch does (ring, kernel filter,
 // tracker, MySQL decoding, digests, one event.Statement per statement);
 // -mode tap only reads the ring (capture.Tap), to tell the kernel tap's
-// cost from gapscope's own work.
+// cost from gapscope's own work; -mode tcx-tap and tcx-count are the same
+// floor through an eBPF program instead of the ring (tcx.go).
 package main
 
 import (
@@ -50,14 +51,14 @@ func run() error {
 	iface := flag.String("iface", "lo", "interface to capture")
 	port := flag.Uint("port", 3306, "server port")
 	dur := flag.Duration("duration", 10*time.Second, "how long to capture")
-	mode := flag.String("mode", "decode", "decode (the wire-only path) or tap (read the ring, decode nothing)")
+	mode := flag.String("mode", "decode", "decode (the wire-only path), tap (read the ring, decode nothing), tcx-tap (the same through an eBPF program and a BPF ring buffer) or tcx-count (the eBPF program counts the port's packets, copies none)")
 	snap := flag.Int("answer-snap", 0, "tap mode: cut server answers to this many bytes in the kernel filter (0: whole)")
 	blockKB := flag.Int("block-kb", 0, "ring block size in KiB (0: capture's default)")
 	ringMB := flag.Int("ring-mb", 0, "ring size in MiB (0: capture's default)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the capture here")
 	flag.Parse()
-	if *port == 0 || *port > 65535 || (*mode != "decode" && *mode != "tap") || *dur <= 0 {
-		fmt.Fprintln(os.Stderr, "wirebench: need -port 1..65535, -mode decode|tap and a positive -duration")
+	if *port == 0 || *port > 65535 || (*mode != "decode" && *mode != "tap" && *mode != "tcx-tap" && *mode != "tcx-count") || *dur <= 0 {
+		fmt.Fprintln(os.Stderr, "wirebench: need -port 1..65535, -mode decode|tap|tcx-tap|tcx-count and a positive -duration")
 		os.Exit(2)
 	}
 	opts := capture.LiveOptions{Options: capture.Options{Ports: []uint16{uint16(*port)}}, RingMB: *ringMB, BlockKB: *blockKB}
@@ -82,6 +83,8 @@ func run() error {
 	switch *mode {
 	case "tap":
 		r, err = runTap(ctx, *iface, opts, *snap, *dur, start)
+	case "tcx-tap", "tcx-count":
+		r, err = runTCX(ctx, *iface, uint16(*port), *mode == "tcx-count", *ringMB, *dur, start)
 	default:
 		r, err = runDecode(ctx, *iface, opts, *dur, start)
 	}

@@ -39,3 +39,18 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 sb_result() {
   sed -n 's/.*transactions: *\([0-9]*\) *(\([0-9.]*\) per sec.*/\2 \1/p' "$1"
 }
+
+# bench_oltp_lab: a sandbox (bench_lab) with performance_schema's statement
+# consumers on, history_long at its default 1,000 rows, and the sbtest
+# tables prepared for sysbench oltp_read_write on THREADS connections; sets
+# SB, that sysbench command line without its verb (prepare/run).
+bench_oltp_lab() {
+  bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
+    --opt=--performance-schema-consumer-events-statements-current=ON \
+    --opt=--performance-schema-consumer-events-statements-history=ON \
+    --opt=--performance-schema-consumer-events-statements-history-long=ON
+  SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
+      --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS")
+  mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
+  "${SB[@]}" prepare >/dev/null
+}
