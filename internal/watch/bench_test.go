@@ -13,7 +13,7 @@ import (
 )
 
 // The benchmarks here measure, per statement, the part of watch's path that
-// needs no server: the capture callback's hand-off (onWire), the joiner and
+// needs no server: the capture callback's hand-off (wireStage.take), the joiner and
 // the sink (profile, window, pool groups, worst list). Capture decoding has
 // its own benchmarks in internal/capture; scripts/bench-watch.sh measures the
 // whole process against a server.
@@ -232,45 +232,47 @@ func BenchmarkJoinSink(b *testing.B) { joinBench(b, true) }
 // performance_schema, or the ring lost it): statements leave by expiry.
 func BenchmarkJoinSinkUnjoined(b *testing.B) { joinBench(b, false) }
 
-// BenchmarkOnWire is the capture callback's hand-off: the own-connection
-// filter and the non-blocking queue send, with the engine loop's receive.
-func BenchmarkOnWire(b *testing.B) {
-	e := &engine{own: newOwnAddrs(), wire: make(chan *event.Statement, 1024), newConns: make(chan struct{}, 1),
-		wireStage: wireStage{rule: newOutlierRule(), knownConns: map[uint64]struct{}{}}}
+// BenchmarkWireTake is the capture callback's hand-off: the own-connection
+// filter, the outlier rule and the non-blocking queue send, with the engine
+// loop's receive.
+func BenchmarkWireTake(b *testing.B) {
+	own := newOwnAddrs()
+	w := newWireStage(own, 1024)
 	for p := range 4 { // watch's own pool connections
-		e.own.add("127.0.0.1:" + strconv.Itoa(50000+p))
+		own.add("127.0.0.1:" + strconv.Itoa(50000+p))
 	}
 	s := newSynth()
 	s.fill(1_700_000_000_000_000)
 	b.ReportAllocs()
 	cpu := startCPU(b)
 	for i := 0; b.Loop(); i++ {
-		e.onWire(&s.wire[i%benchBatch])
-		<-e.wire
+		w.take(&s.wire[i%benchBatch])
+		<-w.out
 	}
 	cpu.report(b)
-	if e.drops.Load() != 0 || e.ownHits.Load() != 0 {
-		b.Fatalf("drops %d, own %d: the hand-off lost statements", e.drops.Load(), e.ownHits.Load())
+	if w.queueDrops.Load() != 0 || w.ownHits.Load() != 0 {
+		b.Fatalf("drops %d, own %d: the hand-off lost statements", w.queueDrops.Load(), w.ownHits.Load())
 	}
 }
 
-// TestOnWireAllocFree: the capture goroutine's callback must not allocate
-// (it runs once per statement on the goroutine that drains the ring).
-func TestOnWireAllocFree(t *testing.T) {
-	e := &engine{own: newOwnAddrs(), wire: make(chan *event.Statement, 1), newConns: make(chan struct{}, 1),
-		wireStage: wireStage{rule: newOutlierRule(), knownConns: map[uint64]struct{}{}}}
-	e.own.add("127.0.0.1:50000")
+// TestWireTakeAllocFree: the capture goroutine's callback must not
+// allocate (it runs once per statement on the goroutine that drains the
+// ring).
+func TestWireTakeAllocFree(t *testing.T) {
+	own := newOwnAddrs()
+	w := newWireStage(own, 1)
+	own.add("127.0.0.1:50000")
 	st := &event.Statement{Conn: "127.0.0.1:40000>" + benchServer}
-	own := &event.Statement{Conn: "127.0.0.1:50000>" + benchServer}
+	mine := &event.Statement{Conn: "127.0.0.1:50000>" + benchServer}
 	allocs := testing.AllocsPerRun(1000, func() {
-		e.onWire(st)
-		<-e.wire
-		e.onWire(own)
+		w.take(st)
+		<-w.out
+		w.take(mine)
 	})
 	if allocs != 0 {
-		t.Fatalf("onWire allocates %.2f times per call, want 0", allocs)
+		t.Fatalf("take allocates %.2f times per call, want 0", allocs)
 	}
-	if e.ownHits.Load() != 1001 {
-		t.Fatalf("own statements filtered: %d, want 1001", e.ownHits.Load())
+	if w.ownHits.Load() != 1001 {
+		t.Fatalf("own statements filtered: %d, want 1001", w.ownHits.Load())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
@@ -23,9 +22,10 @@ import (
 //
 //  1. capture (capture.Live, its own goroutines) decodes every statement
 //     of every connection on the watched ports;
-//  2. wire statements (onWire, on the capture's goroutine): watch's own
-//     connections dropped, the outlier rule applied, queued for the join
-//     without ever blocking the capture;
+//  2. wire statements (wireStage, on the capture's goroutine): watch's
+//     own connections dropped, the outlier rule applied, outliers and new
+//     connections signalled to the poller, every statement queued for the
+//     join, without ever blocking the capture;
 //  3. join (loop and the poller, through the Joiner's lock): the loop
 //     hands queued statements to the joiner, or straight on when the join
 //     sample (the CPU budget's policy, governor) leaves their connection
@@ -37,10 +37,13 @@ import (
 //  5. sinks: Options.OnStatement (events file, store) from sink.add, and
 //     the Result at the end.
 //
-// Each stage's state is its own type below, embedded so that code reads
-// e.targets rather than e.poll.targets; what crosses stages goes through a
-// channel (wire, slow, newConns), atomics (counters) or a lock (serverSide,
-// and the joiner's, the sink's and the sample's own).
+// The wire statements stage is an object of its own (wireStage): only its
+// take touches its state, and what it hands on leaves through its
+// channels (to the loop and the poller) and atomic counters. The poller's
+// and the live view's state are types of their own embedded here
+// (pollStage, viewStage), so that code reads e.targets rather than
+// e.poll.targets; what they share goes through a lock (serverSide, and the
+// joiner's, the sink's and the sample's own).
 type engine struct {
 	// Set by Run and connect before any goroutine starts; read-only after
 	// (the pointers' targets are safe for concurrent use).
@@ -65,29 +68,16 @@ type engine struct {
 	// by serverOnly).
 	noWire bool
 
-	// Hand-offs between stages. wire: every wire statement, capture ->
-	// loop. slow: each outlier's identity, capture -> poller, which reads
-	// its thread (targets). newConns: the wire saw a connection open (its
-	// handshake), capture -> poller, which reads its thread while it lives
-	// (learnThreads).
-	wire     chan *event.Statement
-	slow     chan target
-	newConns chan struct{}
+	// wire is the wire statements stage, on the capture's goroutine: its
+	// channels are the hand-offs to the loop (every statement) and to the
+	// poller (outliers, new connections).
+	wire *wireStage
 
 	notes  noteList // its own lock
 	losses lossLog  // its own lock: the polls whose reads found the ring had turned over
-	counters
 	serverSide
-	wireStage
 	pollStage
 	viewStage
-}
-
-// counters are bumped by one stage and read by others.
-type counters struct {
-	drops     atomic.Int64 // statements the wire queue had no room for
-	ownHits   atomic.Int64 // watch's own statements seen on the wire
-	slowDrops atomic.Int64 // outliers the slow queue had no room for
 }
 
 // serverSide is what the poller learns of the server, read by the loop
@@ -104,12 +94,6 @@ type serverSide struct {
 	// startedAt is the server's start (Unix seconds), to tell a restart
 	// from a lost connection.
 	startedAt int64
-}
-
-// wireStage belongs to the capture's goroutine (onWire).
-type wireStage struct {
-	rule       *outlierRule
-	knownConns map[uint64]struct{} // connections whose handshake was seen
 }
 
 // pollStage belongs to the poller's goroutine (and connect, before it
@@ -173,9 +157,9 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 // is joined, diagnosed and returned, not lost.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
-	e := &engine{opts: opts, own: newOwnAddrs(), sample: newConnSample(capture.Sample{N: opts.Sample}),
-		slow: make(chan target, slowQueue), noWire: opts.NoCapture, newConns: make(chan struct{}, 1),
-		wireStage: wireStage{rule: newOutlierRule(), knownConns: map[uint64]struct{}{}}}
+	own := newOwnAddrs()
+	e := &engine{opts: opts, own: own, sample: newConnSample(capture.Sample{N: opts.Sample}),
+		noWire: opts.NoCapture, wire: newWireStage(own, opts.QueueLen)}
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -228,7 +212,6 @@ func (e *engine) connect(ctx context.Context) error {
 	}
 	e.sink = newSink(e.opts.WindowSize, e.opts.OnStatement)
 	e.sink.out = newFanout(e.opts.Sinks)
-	e.wire = make(chan *event.Statement, e.opts.QueueLen)
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
 		ThreadPoolSize: e.poolSize()}, e.joined)
@@ -407,39 +390,13 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
 	}
 	go func() {
-		st, err := live.Run(ctx, e.onWire)
+		st, err := live.Run(ctx, e.wire.take)
 		if err != nil {
 			e.notes.add("capture stopped: %v", err)
 		}
 		done <- st
 	}()
 	return done, nil
-}
-
-// onWire is the wire statements stage, on the capture's tracker
-// goroutine: it must never block. An outlier's identity goes to the poller
-// at once, so that its thread is read while its row is still there.
-func (e *engine) onWire(s *event.Statement) {
-	if e.own.isOwn(s.Conn) {
-		e.ownHits.Add(1)
-		return
-	}
-	if s.ConnID != 0 {
-		e.noteConn(s.ConnID)
-	}
-	if e.rule.observe(s) {
-		s.Outlier = true
-		select {
-		case e.slow <- targetOf(s):
-		default:
-			e.slowDrops.Add(1)
-		}
-	}
-	select {
-	case e.wire <- s:
-	default:
-		e.drops.Add(1)
-	}
 }
 
 // startPlans runs the plan catcher beside the poller when asked.
@@ -501,8 +458,8 @@ const joinEvery = 250 * time.Millisecond
 func (e *engine) takeWire() {
 	now := nowUS()
 	sample := e.sample.get()
-	for n := len(e.wire); n > 0; n-- {
-		s := <-e.wire
+	for n := len(e.wire.out); n > 0; n-- {
+		s := <-e.wire.out
 		if s.ConnID == 0 && (e.cursor == nil || !s.Outlier) {
 			s.ConnID = e.joiner.ConnOf(s.Conn) // the joiner fills it for what it takes
 		}
@@ -589,9 +546,9 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	clock, _ := e.clock.Clock()
 	e.serverM.Lock()
 	server := e.server
-	server.QueueDrops = e.drops.Load()
-	server.OwnFiltered = e.ownHits.Load()
-	server.SlowDrops = e.slowDrops.Load()
+	server.QueueDrops = e.wire.queueDrops.Load()
+	server.OwnFiltered = e.wire.ownHits.Load()
+	server.SlowDrops = e.wire.slowDrops.Load()
 	server.TargetedMissed = e.targets.missedCount()
 	pool := e.pool
 	e.serverM.Unlock()

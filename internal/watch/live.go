@@ -29,7 +29,7 @@ func (e *engine) drawLive() {
 	defer w.Flush()
 	fmt.Fprint(w, "\x1b[H\x1b[2J")
 	fmt.Fprintf(w, "gapscope watch  %s  statements %d  joined %d  dropped %d  pending %d%s\n\n",
-		time.Now().Format(time.TimeOnly), total, joined, e.drops.Load(), e.joiner.Pending(), e.followingNote())
+		time.Now().Format(time.TimeOnly), total, joined, e.wire.queueDrops.Load(), e.joiner.Pending(), e.followingNote())
 	if serverOnly {
 		writeWorstServer(w, worst)
 	} else {

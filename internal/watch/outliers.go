@@ -40,7 +40,7 @@ const (
 )
 
 // outlierRule applies the rule above. It belongs to the capture's
-// goroutine (onWire), which feeds it every statement.
+// goroutine (wireStage.take), which feeds it every statement.
 type outlierRule struct {
 	sketches map[string]*latencySketch
 }

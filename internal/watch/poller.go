@@ -31,10 +31,10 @@ func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
 			select {
 			case <-ctx.Done():
 				return
-			case tg := <-e.slow:
+			case tg := <-e.wire.slow:
 				e.targets.add(tg, time.Now())
 				e.takeTargets()
-			case <-e.newConns:
+			case <-e.wire.newConns:
 				e.learn.pending = true
 			case <-retry:
 			case <-e.link.answered:
@@ -104,27 +104,11 @@ func (e *engine) learnThreads(ctx context.Context) {
 	_ = e.cursor.LearnThreads(ctx, e.db) // a failure: the next history read looks them up itself
 }
 
-// noteConn tells the poller about a connection the wire has not seen
-// before (capture goroutine; never blocks).
-func (e *engine) noteConn(id uint64) {
-	if _, ok := e.knownConns[id]; ok {
-		return
-	}
-	if len(e.knownConns) >= 100_000 {
-		clear(e.knownConns) // a cache: at worst a thread is read again
-	}
-	e.knownConns[id] = struct{}{}
-	select {
-	case e.newConns <- struct{}{}:
-	default: // one pending signal covers every connection
-	}
-}
-
 // takeTargets moves the outliers queued meanwhile into the targets.
 func (e *engine) takeTargets() {
 	now := time.Now()
-	for n := len(e.slow); n > 0; n-- {
-		e.targets.add(<-e.slow, now)
+	for n := len(e.wire.slow); n > 0; n-- {
+		e.targets.add(<-e.wire.slow, now)
 	}
 }
 

@@ -130,7 +130,7 @@ func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
 		Groups: k.groupList(), Conns: k.topConns(5), Findings: findings}
 	snap.Health = Health{Statements: k.total, Joined: k.joined, Unjoined: maps.Clone(k.out.unjoined)}
 	k.mu.Unlock()
-	snap.Health.QueueDrops = e.drops.Load()
+	snap.Health.QueueDrops = e.wire.queueDrops.Load()
 	e.serverM.Lock()
 	snap.Health.RingLost = e.server.RingLost
 	e.serverM.Unlock()

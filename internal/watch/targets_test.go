@@ -97,7 +97,7 @@ func TestLossLog(t *testing.T) {
 // joiner gives up while the ring was losing rows says the ring lost it.
 func TestTakeWireRoutesAndNotes(t *testing.T) {
 	var got []*event.Statement
-	e := &engine{sample: newConnSample(capture.Sample{N: 1024, Key: 1}), wire: make(chan *event.Statement, 8),
+	e := &engine{sample: newConnSample(capture.Sample{N: 1024, Key: 1}), wire: newWireStage(newOwnAddrs(), 8),
 		pollStage: pollStage{targets: newTargets(true, true)}}
 	e.sink = newSink(100, func(s *event.Statement) { got = append(got, s) })
 	e.joiner = join.New(join.Options{}, e.joined)
@@ -110,8 +110,8 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 	conn := "127.0.0.1:" + strconv.Itoa(port) + ">127.0.0.1:3306"
 	fast := &event.Statement{Conn: conn, ConnID: 3, Cmd: "COM_QUERY", TReqFirst: 10, TReqLast: 10, TRespFirst: 20, TRespLast: 20}
 	slow := &event.Statement{Conn: conn, ConnID: 3, Cmd: "COM_QUERY", Outlier: true, TReqFirst: 100, TReqLast: 100, TRespFirst: 300_000, TRespLast: 300_000}
-	e.wire <- fast
-	e.wire <- slow
+	e.wire.out <- fast
+	e.wire.out <- slow
 	e.takeWire()
 	if len(got) != 1 || got[0] != fast || !slices.Contains(fast.Notes, NoteSampledOut) {
 		t.Fatalf("sampled-out statement: got %d, notes %v", len(got), fast.Notes)
@@ -124,7 +124,7 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 	}
 	e.cursor = nil
 	none := &event.Statement{Conn: conn, Cmd: "COM_QUERY"}
-	e.wire <- none
+	e.wire.out <- none
 	e.takeWire()
 	if !slices.Contains(none.Notes, NoteNoServer) {
 		t.Errorf("without a server side: notes %v", none.Notes)

@@ -1,0 +1,83 @@
+package watch
+
+import (
+	"sync/atomic"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// wireStage is the wire statements stage. It runs on the capture's
+// goroutine, which calls take for every statement the capture decodes, and
+// must never block it: watch's own connections are dropped, the outlier
+// rule marks the slow statements and hands each one's identity to the
+// poller at once (its thread's history turns over within milliseconds on
+// a busy connection), a connection seen for the first time is signalled
+// to the poller (which reads its thread while it lives), and every
+// statement is queued for the join. A full queue costs a statement, never
+// the capture's time.
+//
+// Its state (the rule, the connections seen) is touched by take alone.
+// What it hands on goes out through its three channels, and what it loses
+// or drops is counted in atomics that the other stages read.
+type wireStage struct {
+	own   *ownAddrs
+	rule  *outlierRule
+	known map[uint64]struct{} // connections seen (a cache: cleared when full)
+
+	out      chan *event.Statement // every statement, to the loop and the join
+	slow     chan target           // each outlier's identity, to the poller
+	newConns chan struct{}         // a connection was seen first, to the poller
+
+	queueDrops atomic.Int64 // statements out had no room for
+	ownHits    atomic.Int64 // watch's own statements dropped
+	slowDrops  atomic.Int64 // outliers slow had no room for
+}
+
+// maxKnownConns bounds the connections the stage remembers: past it, it
+// forgets them all, and at worst a thread is read again.
+const maxKnownConns = 100_000
+
+func newWireStage(own *ownAddrs, queueLen int) *wireStage {
+	return &wireStage{own: own, rule: newOutlierRule(), known: map[uint64]struct{}{},
+		out: make(chan *event.Statement, queueLen), slow: make(chan target, slowQueue), newConns: make(chan struct{}, 1)}
+}
+
+// take is the capture's callback: one statement, on the capture's
+// goroutine.
+func (w *wireStage) take(s *event.Statement) {
+	if w.own.isOwn(s.Conn) {
+		w.ownHits.Add(1)
+		return
+	}
+	if s.ConnID != 0 {
+		w.noteConn(s.ConnID)
+	}
+	if w.rule.observe(s) {
+		s.Outlier = true
+		select {
+		case w.slow <- targetOf(s):
+		default:
+			w.slowDrops.Add(1)
+		}
+	}
+	select {
+	case w.out <- s:
+	default:
+		w.queueDrops.Add(1)
+	}
+}
+
+// noteConn signals the poller the first time a connection is seen.
+func (w *wireStage) noteConn(id uint64) {
+	if _, ok := w.known[id]; ok {
+		return
+	}
+	if len(w.known) >= maxKnownConns {
+		clear(w.known)
+	}
+	w.known[id] = struct{}{}
+	select {
+	case w.newConns <- struct{}{}:
+	default: // one pending signal covers every connection
+	}
+}
