@@ -47,17 +47,18 @@ import (
 type engine struct {
 	// Set by Run and connect before any goroutine starts; read-only after
 	// (the pointers' targets are safe for concurrent use).
-	opts    Options
-	own     *ownAddrs
-	db      *sql.DB
-	addr    string
-	info    collect.ServerInfo
-	caps    collect.Capabilities
-	clock   *collect.Recalibrator
-	joiner  *join.Joiner
-	sink    *sink
-	restore func(context.Context)
-	plans   *plans.Catcher
+	opts   Options
+	own    *ownAddrs
+	db     *sql.DB
+	addr   string
+	clock  *collect.Recalibrator
+	joiner *join.Joiner
+	sink   *sink
+	plans  *plans.Catcher
+	// readsRows: the server's statement history is read this run (a
+	// cursor opened); when not, every wire statement goes to the sink
+	// unjoined. A reconnection never changes it.
+	readsRows bool
 	// sample is the join sample: the connections whose fast statements
 	// are joined (the CPU budget's policy; all without a budget).
 	sample  *connSample
@@ -94,14 +95,22 @@ type serverSide struct {
 	// startedAt is the server's start (Unix seconds), to tell a restart
 	// from a lost connection.
 	startedAt int64
+	// flavor and version name the server for the sinks' snapshots (a
+	// restart can bring another version).
+	flavor, version string
 }
 
 // pollStage belongs to the poller's goroutine (and connect, before it
-// starts).
+// starts; the result and the restore, after it ended).
 type pollStage struct {
-	cursor *collect.StatementCursor // history_long, incremental
-	procs  collect.ProcesslistReader
-	hosts  map[uint64]string // the last processlist read: HOST by id
+	// info and caps are the server as last read (a restart re-reads them);
+	// restore undoes the consumers this run enabled.
+	info    collect.ServerInfo
+	caps    collect.Capabilities
+	restore func(context.Context)
+	cursor  *collect.StatementCursor // history_long, incremental
+	procs   collect.ProcesslistReader
+	hosts   map[uint64]string // the last processlist read: HOST by id
 	// appPorts are the client ports of the application's connections on
 	// the wire (not watch's own) in that read: what the governor's
 	// estimates count, for every sample it weighs.
@@ -224,11 +233,21 @@ func (e *engine) connect(ctx context.Context) error {
 			e.cursor = nil
 		}
 	}
+	e.readsRows = e.cursor != nil
+	e.setIdentity()
 	e.mapExistingConns(ctx)
 	e.startedAt, _ = e.serverStart(ctx)
 	e.watchSockets()
 	e.liveVars = e.poolVars(ctx)
 	return nil
+}
+
+// setIdentity publishes the server's flavor and version, as the poller
+// last read them, for the sinks' snapshots.
+func (e *engine) setIdentity() {
+	e.serverM.Lock()
+	e.flavor, e.version = e.info.Flavor, e.info.Version
+	e.serverM.Unlock()
 }
 
 // poolVars reads the settings the statement rules name (thread pool), for
@@ -386,7 +405,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	e.live = live
 	if e.sample.on() {
 		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
-	} else if e.opts.CPUBudget > 0 && e.cursor != nil {
+	} else if e.opts.CPUBudget > 0 && e.readsRows {
 		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
 	}
 	go func() {
@@ -460,11 +479,11 @@ func (e *engine) takeWire() {
 	sample := e.sample.get()
 	for n := len(e.wire.out); n > 0; n-- {
 		s := <-e.wire.out
-		if s.ConnID == 0 && (e.cursor == nil || !s.Outlier) {
+		if s.ConnID == 0 && (!e.readsRows || !s.Outlier) {
 			s.ConnID = e.joiner.ConnOf(s.Conn) // the joiner fills it for what it takes
 		}
 		switch {
-		case e.cursor == nil:
+		case !e.readsRows:
 			s.Notes = addNote(s.Notes, noServerNotes)
 			e.sink.add(s)
 		case !s.Outlier && !joins(sample, s.Conn):

@@ -359,6 +359,7 @@ func (e *engine) restartCursor(ctx context.Context, fromStart bool) bool {
 		return false
 	}
 	e.caps, e.info = caps, caps.Server
+	e.setIdentity()
 	table := e.prepareConsumers(ctx)
 	if table == "" {
 		return false

@@ -126,12 +126,13 @@ func (f *fanout) snapshot(s *Snapshot) {
 func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
 	k := e.sink
 	k.mu.Lock()
-	snap := &Snapshot{TimeUS: time.Now().UnixMicro(), Flavor: e.info.Flavor, Version: e.info.Version, Worst: append([]event.Statement(nil), k.worst...),
+	snap := &Snapshot{TimeUS: time.Now().UnixMicro(), Worst: append([]event.Statement(nil), k.worst...),
 		Groups: k.groupList(), Conns: k.topConns(5), Findings: findings}
 	snap.Health = Health{Statements: k.total, Joined: k.joined, Unjoined: maps.Clone(k.out.unjoined)}
 	k.mu.Unlock()
 	snap.Health.QueueDrops = e.wire.queueDrops.Load()
 	e.serverM.Lock()
+	snap.Flavor, snap.Version = e.flavor, e.version
 	snap.Health.RingLost = e.server.RingLost
 	e.serverM.Unlock()
 	snap.Health.CPUSeconds = ownCPU().Seconds()

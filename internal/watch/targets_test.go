@@ -101,7 +101,7 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 		pollStage: pollStage{targets: newTargets(true, true)}}
 	e.sink = newSink(100, func(s *event.Statement) { got = append(got, s) })
 	e.joiner = join.New(join.Options{}, e.joined)
-	e.cursor = collect.NewJoinCursor(collect.SourceHistoryLong)
+	e.readsRows = true
 	// Find a client port the 1-in-1024 sample leaves out.
 	port := 40000
 	for (capture.Sample{N: 1024, Key: 1}).Follows(uint16(port)) {
@@ -122,7 +122,7 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 		!slices.ContainsFunc(slow.Notes, func(n string) bool { return strings.HasPrefix(n, "slow statement (outlier)") }) {
 		t.Fatalf("outlier: got %d, notes %v", len(got), slow.Notes)
 	}
-	e.cursor = nil
+	e.readsRows = false
 	none := &event.Statement{Conn: conn, Cmd: "COM_QUERY"}
 	e.wire.out <- none
 	e.takeWire()
