@@ -90,7 +90,7 @@ import json, sys
 res = json.load(open(sys.argv[1]))
 c = res["coverage"]
 slept = sum(d.get("joined", 0) for d in res["profile"]["digests"] if "SLEEP" in d.get("digest_text", "").upper())
-print(c["seen"], slept, c["outliers"], c["outliers_joined"], res["capture"].get("Dropped", 0) + res["server_side"]["queue_drops"])' "$WORK/w.json")
+print(c["seen"], slept, c["outliers"], c["outliers_joined"], res["capture"].get("KernelDrops", 0) + res["server_side"]["queue_drops"])' "$WORK/w.json")
   fi
   echo "$tps $run_q $seen $sleeps $slept $outliers $joined $dropped"
 }

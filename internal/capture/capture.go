@@ -86,7 +86,6 @@ type Stats struct {
 	EvictedFlows     int64 // connections evicted after IdleTimeout
 	OwnStatements    int64 // gapscope's own statements dropped
 	KernelDrops      int64 // live: packets the kernel dropped (ring full)
-	Dropped          int64 // KernelDrops (files: 0)
 	Path             PathStats
 	Notes            []string
 	// PortsSeen counts a capture file's connections by server port (for

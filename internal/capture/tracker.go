@@ -237,7 +237,6 @@ func (t *Tracker) AddNote(format string, a ...any) {
 // Stats returns the counters so far, with notes explaining anything unusual.
 func (t *Tracker) Stats() Stats {
 	s := t.stats
-	s.Dropped = s.KernelDrops
 	s.Path = t.pathStats()
 	s.Notes = append(slices.Clone(t.notes), summaryNotes(&s)...)
 	return s
@@ -259,7 +258,7 @@ func summaryNotes(s *Stats) []string {
 	add(s.Gaps, "%d gap(s) in TCP streams (bytes not captured): decoder resynchronised")
 	add(s.UntrackedPackets, "%d packet(s) of untracked connections skipped: MaxFlows reached")
 	add(s.EvictedFlows, "%d idle connection(s) evicted")
-	add(s.Dropped, "%d packet(s) dropped during live capture")
+	add(s.KernelDrops, "%d packet(s) dropped during live capture")
 	return n
 }
 

@@ -54,7 +54,7 @@ func stopWatch(ctx context.Context, s *session) error {
 		} else if w.res != nil {
 			s.watchWire += w.res.Join.Wire
 			s.watchJoined += w.res.Join.Joined
-			s.watchDropped += w.res.Capture.Dropped
+			s.watchDropped += w.res.Capture.KernelDrops
 		}
 	}
 	if s.orig.Consumers == nil { // performance_schema was never on
