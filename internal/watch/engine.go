@@ -28,22 +28,25 @@ import (
 //     join, without ever blocking the capture;
 //  3. join (loop and the poller, through the Joiner's lock): the loop
 //     hands queued statements to the joiner, or straight on when the join
-//     sample (the CPU budget's policy, governor) leaves their connection
-//     out; the poller reads history_long on its schedule and, for each
-//     outlier, its thread's own history and current statement (targets);
+//     sample (connSample) leaves their connection out; the poller (poller,
+//     on its own goroutine) reads history_long on its schedule and, for
+//     each outlier, its thread's own history and current statement
+//     (targets), and consults the CPU budget's policy (governor) to set
+//     the join sample;
 //  4. window and diagnosis (sink): every finished statement, joined or
 //     not, reaches sink.add exactly once: the profile, the window the
 //     diagnosis reads, the live view's tallies and the coverage;
 //  5. sinks: Options.OnStatement (events file, store) from sink.add, and
 //     the Result at the end.
 //
-// The wire statements stage is an object of its own (wireStage): only its
-// take touches its state, and what it hands on leaves through its
-// channels (to the loop and the poller) and atomic counters. The poller's
-// and the live view's state are types of their own embedded here
-// (pollStage, viewStage), so that code reads e.targets rather than
-// e.poll.targets; what they share goes through a lock (serverSide, and the
-// joiner's, the sink's and the sample's own).
+// The wire statements stage and the poller are objects of their own
+// (wireStage, poller) that hold no engine: each one's state is touched by
+// its goroutine alone (the poller's also before it starts, by connect and
+// startCapture, and after it ended, by finish and the result). What they hand on leaves
+// through channels (the wire's, to the loop and the poller) and atomic
+// counters; what they share is in types that carry their own lock
+// (serverSide, the joiner, the sink, the join sample, notes, losses). The
+// main loop's own state is viewStage (the live view), embedded here.
 type engine struct {
 	// Set by Run and connect before any goroutine starts; read-only after
 	// (the pointers' targets are safe for concurrent use).
@@ -59,6 +62,9 @@ type engine struct {
 	// cursor opened); when not, every wire statement goes to the sink
 	// unjoined. A reconnection never changes it.
 	readsRows bool
+	// outlierMiss is the note of an outlier that stayed unjoined: why its
+	// thread could not hold its row, given the consumers at the start.
+	outlierMiss string
 	// sample is the join sample: the connections whose fast statements
 	// are joined (the CPU budget's policy; all without a budget).
 	sample  *connSample
@@ -73,11 +79,14 @@ type engine struct {
 	// channels are the hand-offs to the loop (every statement) and to the
 	// poller (outliers, new connections).
 	wire *wireStage
+	// poll is the poller stage, on its own goroutine (poller.start): the
+	// engine reads its state only before it starts or after it ended.
+	poll *poller
+	// side is what the poller learns of the server, under its lock.
+	side *serverSide
 
 	notes  noteList // its own lock
 	losses lossLog  // its own lock: the polls whose reads found the ring had turned over
-	serverSide
-	pollStage
 	viewStage
 }
 
@@ -98,34 +107,6 @@ type serverSide struct {
 	// flavor and version name the server for the sinks' snapshots (a
 	// restart can bring another version).
 	flavor, version string
-}
-
-// pollStage belongs to the poller's goroutine (and connect, before it
-// starts; the result and the restore, after it ended).
-type pollStage struct {
-	// info and caps are the server as last read (a restart re-reads them);
-	// restore undoes the consumers this run enabled.
-	info    collect.ServerInfo
-	caps    collect.Capabilities
-	restore func(context.Context)
-	cursor  *collect.StatementCursor // history_long, incremental
-	procs   collect.ProcesslistReader
-	hosts   map[uint64]string // the last processlist read: HOST by id
-	// appPorts are the client ports of the application's connections on
-	// the wire (not watch's own) in that read: what the governor's
-	// estimates count, for every sample it weighs.
-	appPorts []uint16
-	// pivotHost is the connection a budgeted sample is keyed on
-	// (choosePivot), pivotKey its key.
-	pivotHost string
-	pivotKey  uint32
-	gov       *governor // nil without a CPU budget
-	// sampleReadAt is when a sampled poll last re-read the processlist.
-	sampleReadAt time.Time
-	targets      *targets
-	lastPollAt   int64 // when history_long was last read
-	learn        threadLearner
-	link         serverLink
 }
 
 // viewStage belongs to the main loop's goroutine (the live view).
@@ -168,12 +149,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	own := newOwnAddrs()
 	e := &engine{opts: opts, own: own, sample: newConnSample(capture.Sample{N: opts.Sample}),
-		noWire: opts.NoCapture, wire: newWireStage(own, opts.QueueLen)}
+		noWire: opts.NoCapture, wire: newWireStage(own, opts.QueueLen), side: &serverSide{}}
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
 	defer e.db.Close()
-	defer e.restoreSettings()
+	defer e.poll.restoreSettings()
 	runCtx, stop := ctx, context.CancelFunc(func() {})
 	if opts.Duration > 0 {
 		runCtx, stop = context.WithTimeout(ctx, opts.Duration)
@@ -184,7 +165,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pollDone := e.startPoller(runCtx)
+	pollDone := e.poll.start(runCtx, e.noWire)
 	plansDone := e.startPlans(runCtx)
 	e.publishSnapshot() // sinks learn the server before its first statement
 	if opts.Ready != nil {
@@ -200,54 +181,52 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 }
 
 // connect opens the server connection and prepares the server side:
-// flavour, consumers, clock, statement cursor, joiner.
+// flavour, consumers, clock, statement cursor, joiner, and the poller
+// that reads it (its goroutine not started yet).
 func (e *engine) connect(ctx context.Context) error {
 	db, addr, err := openServer(ctx, e.opts, e.own)
 	if err != nil {
 		return err
 	}
 	e.db, e.addr = db, addr
-	if e.caps, err = collect.GatherCapabilities(ctx, db); err != nil {
+	caps, err := collect.GatherCapabilities(ctx, db)
+	if err != nil {
 		db.Close()
 		return err
 	}
-	e.info = e.caps.Server
-	table := e.prepareConsumers(ctx)
 	// watch reads no waits: it leaves the server's wait timer as it is.
 	e.clock = &collect.Recalibrator{DB: db, Interval: time.Minute, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
+	e.sink = newSink(e.opts.WindowSize, e.opts.OnStatement)
+	e.sink.out = newFanout(e.opts.Sinks)
+	e.poll = e.newPoller(caps)
+	table := e.poll.prepareConsumers(ctx)
 	if err := e.clock.Once(ctx); err != nil && table != "" {
 		e.notes.add("clock calibration failed (%v): server times cannot be aligned; statements stay unjoined", err)
 		table = ""
 	}
-	e.sink = newSink(e.opts.WindowSize, e.opts.OnStatement)
-	e.sink.out = newFanout(e.opts.Sinks)
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
-		ThreadPoolSize: e.poolSize()}, e.joined)
-	e.targets = newTargets(e.caps.Consumers[collect.SourceHistory], e.caps.Consumers[collect.SourceCurrent])
-	if table != "" {
-		e.cursor = collect.NewJoinCursor(table)
-		e.cursor.ExceptBelow(outlierFloor)
-		if err := e.cursor.Prime(ctx, db); err != nil {
-			e.notes.add("reading %s failed (%v): wire only", table, err)
-			e.cursor = nil
-		}
-	}
-	e.readsRows = e.cursor != nil
-	e.setIdentity()
-	e.mapExistingConns(ctx)
-	e.startedAt, _ = e.serverStart(ctx)
+		ThreadPoolSize: e.poll.poolSize()}, e.joined)
+	e.poll.joiner = e.joiner
+	e.readsRows = e.poll.openHistory(ctx, table)
+	e.outlierMiss = e.poll.targets.missNote()
+	e.poll.setIdentity()
+	e.poll.mapExistingConns(ctx)
+	e.poll.learnStart(ctx)
 	e.watchSockets()
+	e.poll.sockets, e.poll.path = e.sockets, e.path
 	e.liveVars = e.poolVars(ctx)
 	return nil
 }
 
-// setIdentity publishes the server's flavor and version, as the poller
-// last read them, for the sinks' snapshots.
-func (e *engine) setIdentity() {
-	e.serverM.Lock()
-	e.flavor, e.version = e.info.Flavor, e.info.Version
-	e.serverM.Unlock()
+// newPoller makes the poller stage for the server caps describes, with
+// the parts of the run it shares that exist by then (connect adds the
+// joiner and the socket watches).
+func (e *engine) newPoller(caps collect.Capabilities) *poller {
+	return &poller{db: e.db, addr: e.addr, own: e.own, clock: e.clock, sink: e.sink, sample: e.sample, side: e.side,
+		notes: &e.notes, losses: &e.losses, slow: e.wire.slow, newConns: e.wire.newConns,
+		pollEvery: e.opts.PollInterval, minPollEvery: e.opts.MinPollInterval, enableConsumers: e.opts.EnableConsumers,
+		caps: caps, info: caps.Server}
 }
 
 // poolVars reads the settings the statement rules name (thread pool), for
@@ -264,113 +243,6 @@ func (e *engine) poolVars(ctx context.Context) map[string]string {
 		}
 	}
 	return out
-}
-
-// poolSize is the thread-pool size when connections are served by a pool
-// (group = connection id mod size on MariaDB), else 0.
-func (e *engine) poolSize() int {
-	if e.info.ThreadPool && e.info.ThreadPoolSize > 0 {
-		return e.info.ThreadPoolSize
-	}
-	return 0
-}
-
-// neededConsumers are what watch reads: the long history, for statements
-// and the clock's marker statement; current, without which no history is
-// recorded; and the per-thread history, where the statements that stand
-// out are read (the last 10 of each thread survive however fast the long
-// history turns over).
-var neededConsumers = []string{collect.SourceCurrent, collect.SourceHistoryLong, collect.SourceHistory}
-
-// prepareConsumers returns the statement history table to read, enabling
-// missing consumers when allowed (restored on exit), or "" (wire only) with
-// a note saying how to enable them. Without the per-thread history alone,
-// it reads history_long and says what is lost.
-func (e *engine) prepareConsumers(ctx context.Context) string {
-	if !e.info.PerformanceSchema {
-		e.notes.add("performance_schema is OFF: wire only (no queue/exec split); enable with performance_schema=ON in my.cnf and restart")
-		return ""
-	}
-	var missing []string
-	for _, c := range neededConsumers {
-		if !e.caps.Consumers[c] {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) == 0 {
-		return collect.SourceHistoryLong
-	}
-	if len(missing) == 1 && missing[0] == collect.SourceHistory && !e.opts.EnableConsumers {
-		e.notes.add("%s", NoteNoThreadHistory)
-		return collect.SourceHistoryLong
-	}
-	list := "'" + strings.Join(missing, "','") + "'"
-	enable := "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN (" + list + ")"
-	if !e.opts.EnableConsumers {
-		e.notes.add("performance_schema consumers off: %s: wire only; enable them with: %s (or run watch with --enable-consumers)", strings.Join(missing, ", "), enable)
-		return ""
-	}
-	if _, err := e.db.ExecContext(ctx, collect.Mark+" "+enable); err != nil {
-		e.notes.add("could not enable consumers %s (%v): wire only", strings.Join(missing, ", "), err)
-		return ""
-	}
-	for _, c := range missing { // the diagnosis judges the run, not the server before it
-		e.caps.Consumers[c] = true
-	}
-	e.restore = func(ctx context.Context) {
-		_, _ = e.db.ExecContext(ctx, collect.Mark+" UPDATE performance_schema.setup_consumers SET ENABLED='NO' WHERE NAME IN ("+list+")")
-	}
-	e.notes.add("enabled consumers %s for this run; restored on exit", strings.Join(missing, ", "))
-	return collect.SourceHistoryLong
-}
-
-// NoteNoThreadHistory says what watch cannot do without the per-thread
-// statement history (`check` says it too).
-const NoteNoThreadHistory = "performance_schema consumer events_statements_history off: a statement that stands out is joined only while " +
-	"history_long still holds it or its thread runs nothing after it (events_statements_current); on a busy server most slow statements of busy " +
-	"connections stay unjoined. Enable it with: UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME='events_statements_history' " +
-	"(or run watch with --enable-consumers)"
-
-func (e *engine) restoreSettings() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if e.restore != nil {
-		e.restore(ctx)
-	}
-}
-
-// mapExistingConns tells the joiner the connection ids of connections
-// opened before the capture started (their handshake is not on the wire).
-func (e *engine) mapExistingConns(ctx context.Context) {
-	procs, err := e.procs.Read(ctx, e.db)
-	if err != nil {
-		if ctx.Err() != nil {
-			return // stopping: nothing is missed
-		}
-		e.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
-		return
-	}
-	e.learnConns(procs)
-	for _, p := range procs {
-		if _, ok := hostPort(p.Host); ok {
-			e.joiner.MapConn(p.Host, p.ID)
-		}
-	}
-	e.sample.replace(e.hosts)
-}
-
-// learnConns keeps what the sampling needs of a processlist read: HOST by
-// id, the application's client ports on the wire, and the pivot.
-func (e *engine) learnConns(procs []collect.Process) {
-	e.choosePivot(procs)
-	e.hosts = make(map[uint64]string, len(procs))
-	e.appPorts = e.appPorts[:0]
-	for _, p := range procs {
-		e.hosts[p.ID] = p.Host // sockets and background threads: never sampled
-		if port, ok := hostPort(p.Host); ok && !e.own.isOwn(p.Host) {
-			e.appPorts = append(e.appPorts, port)
-		}
-	}
 }
 
 // startCapture opens the live capture of every connection on the watched
@@ -406,7 +278,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	if e.sample.on() {
 		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
 	} else if e.opts.CPUBudget > 0 && e.readsRows {
-		e.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU())
+		e.poll.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU()) // the poller, not started yet, consults it
 	}
 	go func() {
 		st, err := live.Run(ctx, e.wire.take)
@@ -530,52 +402,54 @@ func (e *engine) joined(s *event.Statement) {
 			*last = NoteRingLost
 		}
 		if s.Outlier {
-			s.Notes = append(s.Notes, e.targets.missNote())
+			s.Notes = append(s.Notes, e.outlierMiss)
 		}
 	}
 	e.sink.add(s)
 }
 
 // finish stops the capture, drains what it queued, gives the server rows of
-// the last statements time to appear, and flushes the joiner.
+// the last statements time to appear, and flushes the joiner. The poller's
+// last reads run here, its goroutine having ended.
 func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) capture.Stats {
 	st := <-capDone
 	<-pollDone
 	e.takeWire()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	e.flushTargets(ctx)
+	e.poll.flushTargets(ctx)
 	time.Sleep(e.opts.PollInterval)
-	e.pollStatements(ctx)
+	e.poll.pollStatements(ctx)
 	_ = e.sockets.poll()
 	_ = e.path.poll()
 	e.joiner.FlushAll()
 	return st
 }
 
+// result assembles the run's Result; the poller's goroutine has ended.
 func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Duration) *Result {
 	elapsed := time.Since(started)
 	own := e.ownCost(elapsed, ownCPU()-startCPU)
-	if e.gov != nil {
-		if n := e.gov.note(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
+	if g := e.poll.gov; g != nil {
+		if n := g.note(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
 			e.notes.add("%s", n)
 		}
 	}
 	window, groups := e.sink.snapshot()
 	clock, _ := e.clock.Clock()
-	e.serverM.Lock()
-	server := e.server
+	e.side.serverM.Lock()
+	server := e.side.server
 	server.QueueDrops = e.wire.queueDrops.Load()
 	server.OwnFiltered = e.wire.ownHits.Load()
 	server.SlowDrops = e.wire.slowDrops.Load()
-	server.TargetedMissed = e.targets.missedCount()
-	pool := e.pool
-	e.serverM.Unlock()
+	server.TargetedMissed = e.poll.targets.missedCount()
+	pool := e.side.pool
+	e.side.serverM.Unlock()
 	e.noteLosses(st, server)
 	if n := pathNote(st.Path, clock.ErrorUS); n != "" {
 		e.notes.add("%s", n)
 	}
-	res := &Result{Server: e.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
+	res := &Result{Server: e.poll.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
 		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own, KernelPath: e.path.summary()}
 	res.Coverage = e.coverage(res.Join, server)
 	e.sink.mu.Lock()
@@ -598,9 +472,9 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	if elapsed > 0 {
 		o.Share = cpu.Seconds() / elapsed.Seconds() / float64(o.CPUs)
 	}
-	if e.gov != nil {
-		o.Budget, o.Steps = e.gov.budget, e.gov.steps
-		o.JoinedConns, o.AppConns = e.followedConns(e.sample.get())
+	if g := e.poll.gov; g != nil {
+		o.Budget, o.Steps = g.budget, g.steps
+		o.JoinedConns, o.AppConns = e.poll.followedConns(e.sample.get())
 	}
 	return o
 }
@@ -626,10 +500,10 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w, err := diagnose.ServerWindow(ctx, e.db, e.caps, cores)
+	w, err := diagnose.ServerWindow(ctx, e.db, e.poll.caps, cores)
 	if err != nil {
 		e.notes.add("server settings unreadable (%v): configuration rules skipped", err)
-		w = &diagnose.Window{Flavor: e.info.Flavor, Version: e.info.Version}
+		w = &diagnose.Window{Flavor: e.poll.info.Flavor, Version: e.poll.info.Version}
 	}
 	w.Statements = window
 	w.RwndLimitedUS = e.sockets.limited()

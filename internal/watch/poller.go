@@ -2,81 +2,156 @@ package watch
 
 import (
 	"context"
-	"net"
+	"database/sql"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/join"
 )
 
-// startPoller reads the server on its own schedule until ctx ends, and
-// the thread of every outlier the wire reports as soon as it does. It
-// never touches the capture; a slow or lost server only delays joins.
-func (e *engine) startPoller(ctx context.Context) <-chan struct{} {
+// poller is the poller stage. It reads the server on its own schedule
+// (history_long, the threads of the outliers the wire reports, the
+// statements running, the processlist and status), hands the rows to the
+// joiner, and consults the CPU budget's policy (governor) to set the join
+// sample. It never touches the capture; a slow or lost server only delays
+// joins.
+//
+// Its state belongs to its goroutine (start): the engine prepares it
+// before the goroutine starts (connect; startCapture, the governor), and
+// finish and the result read it after it ended. It holds no engine: what
+// it shares with other goroutines is in the fields of the first block,
+// whose types are safe for concurrent use (side under serverM; the
+// joiner, the sink, the clock, the join sample, notes, losses and the
+// socket watches each under its own lock; db a pool; own copied on
+// write), and the channels it receives from (the wire's hand-offs).
+type poller struct {
+	// Set before the goroutine starts and never changed after: when it is
+	// made, but for joiner, sockets and path, which connect sets once it
+	// made them (the joiner needs the clock calibrated, which needs the
+	// consumers the poller enables), and noWire (start).
+	db      *sql.DB
+	addr    string // the server's, for the port probe of an outage
+	own     *ownAddrs
+	clock   *collect.Recalibrator // re-calibrated here (its Run, resume); the result reads it
+	joiner  *join.Joiner          // where the rows go
+	sink    *sink                 // where the rows go without a wire (noWire)
+	sample  *connSample           // the join sample: set here, read by the loop
+	side    *serverSide           // what it learns of the server, for the loop and the result
+	notes   *noteList
+	losses  *lossLog     // the polls whose reads found the ring had turned over
+	sockets *socketWatch // nil unless the server runs on this host
+	path    *pathWatch   // nil when the server runs on this host
+	// slow and newConns are the wire stage's hand-offs: each outlier's
+	// identity, and a connection seen for the first time.
+	slow     <-chan target
+	newConns <-chan struct{}
+	// pollEvery and minPollEvery bound the interval between reads of
+	// history_long (Options.PollInterval, MinPollInterval);
+	// enableConsumers lets it turn on the consumers it needs.
+	pollEvery, minPollEvery time.Duration
+	enableConsumers         bool
+	// noWire: no capture this run, the rows go to the sink as they are.
+	noWire bool
+
+	// info and caps are the server as last read (a restart re-reads them);
+	// restore undoes the consumers this run enabled.
+	info    collect.ServerInfo
+	caps    collect.Capabilities
+	restore func(context.Context)
+	cursor  *collect.StatementCursor // history_long, incremental
+	procs   collect.ProcesslistReader
+	hosts   map[uint64]string // the last processlist read: HOST by id
+	// appPorts are the client ports of the application's connections on
+	// the wire (not watch's own) in that read: what the governor's
+	// estimates count, for every sample it weighs.
+	appPorts []uint16
+	// pivotHost is the connection a budgeted sample is keyed on
+	// (choosePivot), pivotKey its key.
+	pivotHost string
+	pivotKey  uint32
+	gov       *governor // nil without a CPU budget
+	// sampleReadAt is when a sampled poll last re-read the processlist.
+	sampleReadAt time.Time
+	targets      *targets
+	lastPollAt   int64 // when history_long was last read
+	learn        threadLearner
+	link         serverLink
+}
+
+// start runs the poller on its own goroutine until ctx ends; noWire says
+// the run has no capture. The channel it returns is closed once the
+// goroutine ended, the poller's state then being the caller's.
+func (p *poller) start(ctx context.Context, noWire bool) <-chan struct{} {
+	p.noWire = noWire
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		go func() { _ = e.clock.Run(ctx) }()
-		every := e.opts.PollInterval
-		t := time.NewTimer(every)
-		defer t.Stop()
-		lastSlow := time.Now()
-		for {
-			var retry <-chan time.Time
-			if wait, ok := e.nextWake(time.Now()); ok {
-				retry = time.After(wait)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case tg := <-e.wire.slow:
-				e.targets.add(tg, time.Now())
-				e.takeTargets()
-			case <-e.wire.newConns:
-				e.learn.pending = true
-			case <-retry:
-			case <-e.link.answered:
-				e.link.retryNow()
-				e.pollHistory(ctx, &every, &lastSlow)
-				t.Reset(every)
-			case <-t.C:
-				e.pollHistory(ctx, &every, &lastSlow)
-				t.Reset(every)
-			}
-			e.readTargets(ctx)
-			e.learnThreads(ctx)
-			e.scanRunning(ctx)
-		}
+		go func() { _ = p.clock.Run(ctx) }()
+		p.run(ctx)
 	}()
 	return done
 }
 
+// run reads the server on its own schedule until ctx ends, and the thread
+// of every outlier the wire reports as soon as it does.
+func (p *poller) run(ctx context.Context) {
+	every := p.pollEvery
+	t := time.NewTimer(every)
+	defer t.Stop()
+	lastSlow := time.Now()
+	for {
+		var retry <-chan time.Time
+		if wait, ok := p.nextWake(time.Now()); ok {
+			retry = time.After(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case tg := <-p.slow:
+			p.targets.add(tg, time.Now())
+			p.takeTargets()
+		case <-p.newConns:
+			p.learn.pending = true
+		case <-retry:
+		case <-p.link.answered:
+			p.link.retryNow()
+			p.pollHistory(ctx, &every, &lastSlow)
+			t.Reset(every)
+		case <-t.C:
+			p.pollHistory(ctx, &every, &lastSlow)
+			t.Reset(every)
+		}
+		p.readTargets(ctx)
+		p.learnThreads(ctx)
+		p.scanRunning(ctx)
+	}
+}
+
 // pollHistory reads history_long (and, every slowPollEvery, the slow
 // reads), adapting every to what the read found.
-func (e *engine) pollHistory(ctx context.Context, every *time.Duration, lastSlow *time.Time) {
-	rows, lost := e.pollStatements(ctx)
-	*every = e.nextInterval(*every, rows, lost)
+func (p *poller) pollHistory(ctx context.Context, every *time.Duration, lastSlow *time.Time) {
+	rows, lost := p.pollStatements(ctx)
+	*every = p.nextInterval(*every, rows, lost)
 	if time.Since(*lastSlow) >= slowPollEvery {
-		e.pollSlow(ctx)
+		p.pollSlow(ctx)
 		*lastSlow = time.Now()
 	}
 }
 
 // nextWake is how long the poller may sleep before a target or a thread
 // read is due (false: nothing is).
-func (e *engine) nextWake(now time.Time) (time.Duration, bool) {
-	wait, ok := e.targets.wait(now)
-	if e.cursor != nil && e.targets.current && !e.targets.failed {
-		every, _ := e.targets.scanPace(now)
-		w := max(e.targets.scannedAt.Add(every).Sub(now), 0)
+func (p *poller) nextWake(now time.Time) (time.Duration, bool) {
+	wait, ok := p.targets.wait(now)
+	if p.cursor != nil && p.targets.current && !p.targets.failed {
+		every, _ := p.targets.scanPace(now)
+		w := max(p.targets.scannedAt.Add(every).Sub(now), 0)
 		if !ok || w < wait {
 			wait, ok = w, true
 		}
 	}
-	if e.learn.pending {
-		w := max(e.learn.at.Add(learnEvery).Sub(now), 0)
+	if p.learn.pending {
+		w := max(p.learn.at.Add(learnEvery).Sub(now), 0)
 		if !ok || w < wait {
 			wait, ok = w, true
 		}
@@ -96,19 +171,19 @@ const learnEvery = 20 * time.Millisecond
 
 // learnThreads reads the threads of the connections the wire saw open,
 // at most every learnEvery.
-func (e *engine) learnThreads(ctx context.Context) {
-	if !e.learn.pending || e.cursor == nil || time.Since(e.learn.at) < learnEvery {
+func (p *poller) learnThreads(ctx context.Context) {
+	if !p.learn.pending || p.cursor == nil || time.Since(p.learn.at) < learnEvery {
 		return
 	}
-	e.learn.pending, e.learn.at = false, time.Now()
-	_ = e.cursor.LearnThreads(ctx, e.db) // a failure: the next history read looks them up itself
+	p.learn.pending, p.learn.at = false, time.Now()
+	_ = p.cursor.LearnThreads(ctx, p.db) // a failure: the next history read looks them up itself
 }
 
 // takeTargets moves the outliers queued meanwhile into the targets.
-func (e *engine) takeTargets() {
+func (p *poller) takeTargets() {
 	now := time.Now()
-	for n := len(e.wire.slow); n > 0; n-- {
-		e.targets.add(<-e.wire.slow, now)
+	for n := len(p.slow); n > 0; n-- {
+		p.targets.add(<-p.slow, now)
 	}
 }
 
@@ -127,27 +202,27 @@ const slowPollEvery = time.Second
 // joined under sysbench with the default ring). A poll that lost rows or
 // came back more than half full halves the interval; a quiet one lets it
 // grow back to the configured value.
-func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Duration {
-	ring := e.info.HistoryLongSize
+func (p *poller) nextInterval(every time.Duration, rows int, lost int64) time.Duration {
+	ring := p.info.HistoryLongSize
 	if ring <= 0 {
 		ring = 1000
 	}
-	if e.sample.on() {
+	if p.sample.on() {
 		// A sampled poll returns only the sample's rows, but every
 		// connection's statements fill the ring: judge by the server's rate.
-		e.serverM.Lock()
-		rate := e.queryRate
-		e.serverM.Unlock()
+		p.side.serverM.Lock()
+		rate := p.side.queryRate
+		p.side.serverM.Unlock()
 		rows = max(rows, int(rate*every.Seconds()))
 	}
 	switch {
 	case lost > 0 || rows*2 > ring:
-		if every > e.opts.MinPollInterval {
-			every = max(every/2, e.opts.MinPollInterval)
-			e.notes.add("statement history ring (%d rows) fills between polls: polling faster; raise performance_schema_events_statements_history_long_size (startup option) on busy servers", ring)
+		if every > p.minPollEvery {
+			every = max(every/2, p.minPollEvery)
+			p.notes.add("statement history ring (%d rows) fills between polls: polling faster; raise performance_schema_events_statements_history_long_size (startup option) on busy servers", ring)
 		}
-	case rows*8 < ring && every < e.opts.PollInterval:
-		every = min(every*2, e.opts.PollInterval)
+	case rows*8 < ring && every < p.pollEvery:
+		every = min(every*2, p.pollEvery)
 	}
 	return every
 }
@@ -158,382 +233,170 @@ func (e *engine) nextInterval(every time.Duration, rows int, lost int64) time.Du
 // unjoined, and the gap is noted. The capture is never held up. It returns
 // the rows the server sent (before a sample drops any: what fills the
 // ring) and the rows the ring lost.
-func (e *engine) pollStatements(ctx context.Context) (rows int, lost int64) {
-	if e.cursor == nil || !e.link.ready(time.Now()) {
+func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
+	if p.cursor == nil || !p.link.ready(time.Now()) {
 		return 0, 0
 	}
-	if e.link.down && !e.resume(ctx) {
-		e.linkFailed(ctx)
+	if p.link.down && !p.resume(ctx) {
+		p.linkFailed(ctx)
 		return 0, 0
 	}
-	clock, _ := e.clock.Clock()
-	e.cursor.ExceptConns(e.sample.skipped()) // nil when following all: none left out
-	from := e.lastPollAt
-	e.lastPollAt = nowUS()
-	got, lost, err := e.cursor.Poll(ctx, e.db, clock)
-	e.serverM.Lock()
-	e.server.Polls++
+	clock, _ := p.clock.Clock()
+	p.cursor.ExceptConns(p.sample.skipped()) // nil when following all: none left out
+	from := p.lastPollAt
+	p.lastPollAt = nowUS()
+	got, lost, err := p.cursor.Poll(ctx, p.db, clock)
+	p.side.serverM.Lock()
+	p.side.server.Polls++
 	if err != nil {
-		e.server.PollErrors++
+		p.side.server.PollErrors++
 	} else {
-		e.server.Rows += int64(len(got))
-		e.server.RingLost += lost
+		p.side.server.Rows += int64(len(got))
+		p.side.server.RingLost += lost
 	}
-	e.serverM.Unlock()
+	p.side.serverM.Unlock()
 	if lost > 0 && from > 0 {
-		e.losses.add(from-lossSlackUS, e.lastPollAt)
+		p.losses.add(from-lossSlackUS, p.lastPollAt)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			e.notes.add("lost the server at %s (%v): statements in the gap stay unjoined; retrying with backoff, and as soon as its port answers", time.Now().Format(time.TimeOnly), err)
-			e.linkFailed(ctx)
+			p.notes.add("lost the server at %s (%v): statements in the gap stay unjoined; retrying with backoff, and as soon as its port answers", time.Now().Format(time.TimeOnly), err)
+			p.linkFailed(ctx)
 		}
 		return 0, 0
 	}
 	read := len(got)
-	if e.sample.on() {
-		got = e.keepSampled(ctx, got)
+	if p.sample.on() {
+		got = p.keepSampled(ctx, got)
 	}
 	sampledOut := read - len(got)
-	got, dups := e.targets.dropFed(got)
-	e.serverM.Lock()
-	e.server.SampledOutRows += int64(sampledOut)
-	e.server.DuplicateRows += int64(dups)
-	e.serverM.Unlock()
-	if e.noWire {
-		e.addServerOnly(got) // nothing to join with: buffering them would only cost
+	got, dups := p.targets.dropFed(got)
+	p.side.serverM.Lock()
+	p.side.server.SampledOutRows += int64(sampledOut)
+	p.side.server.DuplicateRows += int64(dups)
+	p.side.serverM.Unlock()
+	if p.noWire {
+		p.addServerOnly(got) // nothing to join with: buffering them would only cost
 	} else {
-		e.joiner.AddServer(got, nowUS())
+		p.joiner.AddServer(got, nowUS())
 	}
 	return read, lost
 }
 
-// serverLink tracks a lost server connection and when to retry it.
-type serverLink struct {
-	down    bool
-	since   time.Time
-	backoff time.Duration
-	retryAt time.Time
-	// answered gets a value when the server's port accepts a connection
-	// again (probePort), to retry then rather than at the back-off's end.
-	answered chan struct{}
-	// stopProbe ends the probe of the last failure.
-	stopProbe context.CancelFunc
+// poolSize is the thread-pool size when connections are served by a pool
+// (group = connection id mod size on MariaDB), else 0.
+func (p *poller) poolSize() int {
+	if p.info.ThreadPool && p.info.ThreadPoolSize > 0 {
+		return p.info.ThreadPoolSize
+	}
+	return 0
 }
 
-// maxBackoff caps the wait between reconnection attempts.
-const maxBackoff = 5 * time.Second
-
-func (l *serverLink) ready(now time.Time) bool { return !l.down || !now.Before(l.retryAt) }
-
-func (l *serverLink) failed(now time.Time, first time.Duration) {
-	if !l.down {
-		l.down, l.since, l.backoff = true, now, first
-	} else {
-		l.backoff = min(2*l.backoff, maxBackoff)
-	}
-	l.retryAt = now.Add(l.backoff)
+// setIdentity publishes the server's flavor and version, as the poller
+// last read them, for the sinks' snapshots.
+func (p *poller) setIdentity() {
+	p.side.serverM.Lock()
+	p.side.flavor, p.side.version = p.info.Flavor, p.info.Version
+	p.side.serverM.Unlock()
 }
 
-// retryNow makes the next poll try the server at once.
-func (l *serverLink) retryNow() { l.retryAt = time.Time{} }
-
-// up ends the outage: the probe stops, the back-off starts over.
-func (l *serverLink) up() {
-	if l.stopProbe != nil {
-		l.stopProbe()
-	}
-	*l = serverLink{answered: l.answered}
-}
-
-// linkFailed backs off after a failed poll or reconnection and watches the
-// server's port meanwhile: a restarted server answers on it first, and
-// waiting out a back-off of seconds from then would leave its statements
-// unread for as long.
-func (e *engine) linkFailed(ctx context.Context) {
-	e.link.failed(time.Now(), e.opts.PollInterval)
-	if e.link.answered == nil {
-		e.link.answered = make(chan struct{}, 1)
-	}
-	if e.link.stopProbe != nil {
-		e.link.stopProbe()
-	}
-	pctx, stop := context.WithCancel(ctx)
-	e.link.stopProbe = stop
-	go probePort(pctx, e.addr, e.link.answered)
-}
-
-// portProbeEvery is how often probePort dials the server's port while it
-// is down.
-const portProbeEvery = 200 * time.Millisecond
-
-// probePort dials addr (host:port, or a socket path) every portProbeEvery
-// until it accepts a connection, then sends on answered, or until ctx ends.
-func probePort(ctx context.Context, addr string, answered chan<- struct{}) {
-	network := "tcp"
-	if strings.HasPrefix(addr, "/") {
-		network = "unix"
-	}
-	d := net.Dialer{Timeout: portProbeEvery}
-	t := time.NewTicker(portProbeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		conn, err := d.DialContext(ctx, network, addr)
-		if err != nil {
-			continue
-		}
-		conn.Close()
-		select {
-		case answered <- struct{}{}:
-		default: // a wake-up is pending already
-		}
-		return
-	}
-}
-
-// resume reconnects after a loss. A server that restarted has a new timer
-// origin, new thread ids and its startup consumer settings: the clock, the
-// consumers and the cursor all start over. The restart shows in the clock
-// itself (the origin moves by the downtime) or in Uptime. Its statement
-// history was emptied by the restart, so all it holds is new: the cursor
-// reads it from its start, and the wire statements run since the restart
-// wait for those rows.
-func (e *engine) resume(ctx context.Context) bool {
-	if err := e.db.PingContext(ctx); err != nil {
-		return false
-	}
-	prev, _ := e.clock.Clock()
-	c, calErr := collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true})
-	moved := calErr == nil && absInt64(c.OriginUS-prev.OriginUS) > restartJumpUS
-	started, known := e.serverRestarted(ctx)
-	restarted := started || moved || !known || calErr != nil
-	if restarted {
-		// Only a restart seen for sure has a history of new rows only; when
-		// it cannot be told, reading the whole ring again could repeat rows.
-		if !e.restartCursor(ctx, started || moved) {
-			return false
-		}
-	}
-	if calErr != nil { // history was off until the consumers came back
-		if c, calErr = collect.CalibrateWith(ctx, e.db, collect.CalibrateOptions{KeepWaitTimer: true}); calErr != nil {
-			return false
-		}
-	}
-	e.clock.Set(c)
-	if restarted {
-		// The timer's origin is the server's start: what the wire saw since
-		// then belongs to the new server (connection and thread ids start over).
-		e.joiner.ResetSince(c.OriginUS, nowUS())
-		e.targets.forget() // thread ids start over too
-	}
-	e.serverM.Lock()
-	e.server.Reconnects++
-	e.serverM.Unlock()
-	what := "reconnected"
-	if restarted {
-		what = "the server had restarted: re-calibrated the clock and restarted the statement cursor"
-		if started || moved {
-			what += " from the start of its history, emptied by the restart"
-		}
-	}
-	e.notes.add("server back at %s after %s (%s)", time.Now().Format(time.TimeOnly), time.Since(e.link.since).Round(time.Millisecond), what)
-	e.link.up()
-	return true
-}
-
-// restartJumpUS: a timer origin that moved more than this means a restart
-// (calibration error is tens of µs).
-const restartJumpUS = 100_000
-
-// restartCursor re-reads what the server offers and starts a new cursor:
-// from the history's start when fromStart (a restart emptied it, so every
-// row is new), else from now on.
-func (e *engine) restartCursor(ctx context.Context, fromStart bool) bool {
-	caps, err := collect.GatherCapabilities(ctx, e.db)
-	if err != nil {
-		return false
-	}
-	e.caps, e.info = caps, caps.Server
-	e.setIdentity()
-	table := e.prepareConsumers(ctx)
+// openHistory prepares the reads of the server's statements from table
+// ("": none, wire only): the outliers' threads, with the consumers on
+// now, and history_long from now on. It reports whether a cursor opened.
+func (p *poller) openHistory(ctx context.Context, table string) bool {
+	p.targets = newTargets(p.caps.Consumers[collect.SourceHistory], p.caps.Consumers[collect.SourceCurrent])
 	if table == "" {
 		return false
 	}
-	c := collect.NewJoinCursor(table)
-	c.ExceptBelow(outlierFloor)
-	if !fromStart {
-		if err := c.Prime(ctx, e.db); err != nil {
-			return false
-		}
+	c, err := p.newCursor(ctx, table, true)
+	if err != nil {
+		p.notes.add("reading %s failed (%v): wire only", table, err)
+		return false
 	}
-	e.cursor = c
+	p.cursor = c
 	return true
 }
 
-func absInt64(v int64) int64 {
-	if v < 0 {
-		return -v
+// newCursor is a cursor on table for the join (a slow statement's row read
+// on every connection, whatever the join sample): from the history's
+// start, or from now on when primed.
+func (p *poller) newCursor(ctx context.Context, table string, prime bool) (*collect.StatementCursor, error) {
+	c := collect.NewJoinCursor(table)
+	c.ExceptBelow(outlierFloor)
+	if prime {
+		if err := c.Prime(ctx, p.db); err != nil {
+			return nil, err
+		}
 	}
-	return v
+	return c, nil
 }
 
-// serverRestarted compares when the server says it started (now − Uptime,
-// good to a second) with the last start seen; known is false when it
-// cannot tell.
-func (e *engine) serverRestarted(ctx context.Context) (restarted, known bool) {
-	start, ok := e.serverStart(ctx)
-	if !ok {
-		return false, false
-	}
-	e.serverM.Lock()
-	defer e.serverM.Unlock()
-	known = e.startedAt != 0
-	restarted = known && start-e.startedAt > restartSlackS
-	e.startedAt = start
-	return restarted, known
-}
-
-// restartSlackS absorbs Uptime's one-second resolution.
-const restartSlackS = 2
-
-// serverStart returns the server's start as Unix seconds.
-func (e *engine) serverStart(ctx context.Context) (int64, bool) {
-	status, err := collect.GlobalStatus(ctx, e.db)
+// mapExistingConns tells the joiner the connection ids of connections
+// opened before the capture started (their handshake is not on the wire).
+func (p *poller) mapExistingConns(ctx context.Context) {
+	procs, err := p.procs.Read(ctx, p.db)
 	if err != nil {
-		return 0, false
+		if ctx.Err() != nil {
+			return // stopping: nothing is missed
+		}
+		p.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
+		return
 	}
-	return startFromUptime(status)
+	p.learnConns(procs)
+	for _, pr := range procs {
+		if _, ok := hostPort(pr.Host); ok {
+			p.joiner.MapConn(pr.Host, pr.ID)
+		}
+	}
+	p.sample.replace(p.hosts)
 }
 
-func startFromUptime(status map[string]string) (int64, bool) {
-	up, err := strconv.ParseInt(status["Uptime"], 10, 64)
-	if err != nil {
-		return 0, false
+// learnConns keeps what the sampling needs of a processlist read: HOST by
+// id, the application's client ports on the wire, and the pivot.
+func (p *poller) learnConns(procs []collect.Process) {
+	p.choosePivot(procs)
+	p.hosts = make(map[uint64]string, len(procs))
+	p.appPorts = p.appPorts[:0]
+	for _, pr := range procs {
+		p.hosts[pr.ID] = pr.Host // sockets and background threads: never sampled
+		if port, ok := hostPort(pr.Host); ok && !p.own.isOwn(pr.Host) {
+			p.appPorts = append(p.appPorts, port)
+		}
 	}
-	return time.Now().Unix() - up, true
 }
 
 // addServerOnly reports server statements as such when there is no wire.
-func (e *engine) addServerOnly(rows []collect.ServerStatement) {
+func (p *poller) addServerOnly(rows []collect.ServerStatement) {
 	for i := range rows {
 		s := serverStatement(&rows[i])
-		e.sink.add(s)
+		p.sink.add(s)
 	}
 }
 
 // pollSlow reads thread-pool groups and status, and maps connections that
 // appeared without a visible handshake.
-func (e *engine) pollSlow(ctx context.Context) {
+func (p *poller) pollSlow(ctx context.Context) {
 	var pool []collect.PoolGroup
-	if e.info.ThreadPoolTables {
-		pool, _ = collect.ThreadPoolGroups(ctx, e.db)
+	if p.info.ThreadPoolTables {
+		pool, _ = collect.ThreadPoolGroups(ctx, p.db)
 	}
-	status, err := collect.GlobalStatusOf(ctx, e.db, rateStatus...)
-	e.serverM.Lock()
+	status, err := collect.GlobalStatusOf(ctx, p.db, rateStatus...)
+	p.side.serverM.Lock()
 	if pool != nil {
-		e.pool = pool
+		p.side.pool = pool
 	}
 	if err == nil {
-		e.queryRate = statementRate(e.status, status, time.Since(e.statusAt))
-		e.status, e.statusAt = status, time.Now()
-		if start, ok := startFromUptime(status); ok && e.startedAt == 0 {
-			e.startedAt = start
+		p.side.queryRate = statementRate(p.side.status, status, time.Since(p.side.statusAt))
+		p.side.status, p.side.statusAt = status, time.Now()
+		if start, ok := startFromUptime(status); ok && p.side.startedAt == 0 {
+			p.side.startedAt = start
 		}
 	}
-	e.serverM.Unlock()
-	e.mapExistingConns(ctx) // the connections the governor's estimates count
-	e.govern()
-	_ = e.sockets.poll() // a failed read keeps the earlier ones
-	_ = e.path.poll()
-}
-
-// govern lets the CPU budget change the join sample: the connections
-// whose fast statements are joined (the wire side in takeWire, the server
-// side's reads here). The capture always takes every connection.
-func (e *engine) govern() {
-	if e.gov == nil {
-		return
-	}
-	cur := e.sample.get()
-	e.gov.key = e.pivotKey
-	now := time.Now()
-	next := e.budgetSample(e.gov.observe(now, ownCPU(), cur.N, e.followedRate))
-	if next == cur {
-		return
-	}
-	if next.N == cur.N { // the pivot connection went: the same share, other connections
-		e.gov.rekey(now, next.N)
-	}
-	e.serverFollows(next)
-}
-
-// budgetSample is the join sample a budgeted run keeps at 1 in n: keyed
-// by the pivot connection, so that however few connections there are and
-// whatever their ports hash to, a cut never leaves none joined (with
-// eight connections, a sample keyed 0 held none at 1 in 4 one time in
-// ten, and the governor then had to stay at 1 in 2).
-func (e *engine) budgetSample(n uint16) capture.Sample {
-	if n <= 1 {
-		return capture.All
-	}
-	return capture.Sample{N: n, Key: e.pivotKey}
-}
-
-// choosePivot keeps the pivot connection while the processlist lists it,
-// and otherwise picks another: a client on the wire that is not one of
-// watch's own, running a command when the processlist was read if one is
-// (a busy connection rather than an idle one in a pool), the lowest id
-// among equals so that reads agree.
-func (e *engine) choosePivot(procs []collect.Process) {
-	best, bestBusy := -1, false
-	for i, p := range procs {
-		if _, ok := hostPort(p.Host); !ok || e.own.isOwn(p.Host) {
-			continue
-		}
-		if p.Host == e.pivotHost {
-			return
-		}
-		busy := p.Command != "Sleep"
-		if best < 0 || (busy && !bestBusy) || (busy == bestBusy && p.ID < procs[best].ID) {
-			best, bestBusy = i, busy
-		}
-	}
-	if best < 0 {
-		return // nothing to pivot on: the key stays
-	}
-	port, _ := hostPort(procs[best].Host)
-	e.pivotHost, e.pivotKey = procs[best].Host, capture.PortKey(port)
-}
-
-// followedRate estimates the server's statements per second a 1-in-n
-// sample would follow: its rate times the share of the application's
-// connections the processlist last listed (on the wire) that the sample
-// would hold.
-func (e *engine) followedRate(n uint16) float64 {
-	e.serverM.Lock()
-	rate := e.queryRate
-	e.serverM.Unlock()
-	held, wired := e.followedConns(e.budgetSample(n))
-	if wired == 0 {
-		return rate / float64(n)
-	}
-	return rate * float64(held) / float64(wired)
-}
-
-// followedConns counts the application's connections on the wire that
-// the processlist last listed, and those s follows.
-func (e *engine) followedConns(s capture.Sample) (held, wired int) {
-	for _, port := range e.appPorts {
-		if s.Follows(port) {
-			held++
-		}
-	}
-	return held, len(e.appPorts)
+	p.side.serverM.Unlock()
+	p.mapExistingConns(ctx) // the connections the governor's estimates count
+	p.govern()
+	_ = p.sockets.poll() // a failed read keeps the earlier ones
+	_ = p.path.poll()
 }
 
 // statementRate is the server's statements per second between two status
@@ -556,12 +419,12 @@ func statementRate(prev, cur map[string]string, elapsed time.Duration) float64 {
 // keepSampled drops the rows of connections a sampled run does not follow.
 // Rows of connections opened since the last processlist read make it read
 // the processlist again (at most every sampleRefresh) to classify them.
-func (e *engine) keepSampled(ctx context.Context, got []collect.ServerStatement) []collect.ServerStatement {
-	got, unknown := e.sample.keep(got, slowRowPS)
-	if unknown && time.Since(e.sampleReadAt) >= sampleRefresh {
-		e.sampleReadAt = time.Now()
-		e.mapExistingConns(ctx)
-		got, _ = e.sample.keep(got, slowRowPS)
+func (p *poller) keepSampled(ctx context.Context, got []collect.ServerStatement) []collect.ServerStatement {
+	got, unknown := p.sample.keep(got, slowRowPS)
+	if unknown && time.Since(p.sampleReadAt) >= sampleRefresh {
+		p.sampleReadAt = time.Now()
+		p.mapExistingConns(ctx)
+		got, _ = p.sample.keep(got, slowRowPS)
 	}
 	return got
 }

@@ -177,8 +177,8 @@ func joins(s capture.Sample, conn string) bool {
 }
 
 // serverFollows makes the join sample s: the rows the server side reads
-// and keeps, sorted by the last processlist read (e.hosts).
-func (e *engine) serverFollows(s capture.Sample) {
-	e.sample.set(s)
-	e.sample.replace(e.hosts)
+// and keeps, sorted by the last processlist read (hosts).
+func (p *poller) serverFollows(s capture.Sample) {
+	p.sample.set(s)
+	p.sample.replace(p.hosts)
 }

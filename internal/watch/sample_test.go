@@ -89,8 +89,8 @@ func TestStatementRate(t *testing.T) {
 // the wire (not watch's own, not a socket client), a busy one before an
 // idle one, and it stays while the processlist lists it.
 func TestChoosePivot(t *testing.T) {
-	e := &engine{own: newOwnAddrs()}
-	e.own.add("127.0.0.1:40010")
+	p := &poller{own: newOwnAddrs()}
+	p.own.add("127.0.0.1:40010")
 	procs := []collect.Process{
 		{ID: 1, Host: "localhost", Command: "Query"},
 		{ID: 2, Host: "127.0.0.1:40010", Command: "Query"}, // watch's own
@@ -98,21 +98,21 @@ func TestChoosePivot(t *testing.T) {
 		{ID: 4, Host: "127.0.0.1:40030", Command: "Execute"},
 		{ID: 5, Host: "127.0.0.1:40040", Command: "Query"},
 	}
-	e.choosePivot(procs)
-	if e.pivotHost != "127.0.0.1:40030" || e.pivotKey != capture.PortKey(40030) {
-		t.Fatalf("pivot %q key %d, want the busy connection with the lowest id", e.pivotHost, e.pivotKey)
+	p.choosePivot(procs)
+	if p.pivotHost != "127.0.0.1:40030" || p.pivotKey != capture.PortKey(40030) {
+		t.Fatalf("pivot %q key %d, want the busy connection with the lowest id", p.pivotHost, p.pivotKey)
 	}
 	procs[3].Command = "Sleep"
-	e.choosePivot(procs)
-	if e.pivotHost != "127.0.0.1:40030" {
-		t.Fatalf("pivot moved to %q while still listed", e.pivotHost)
+	p.choosePivot(procs)
+	if p.pivotHost != "127.0.0.1:40030" {
+		t.Fatalf("pivot moved to %q while still listed", p.pivotHost)
 	}
-	e.choosePivot(append(procs[:3:3], procs[4]))
-	if e.pivotHost != "127.0.0.1:40040" || e.pivotKey != capture.PortKey(40040) {
-		t.Fatalf("pivot %q after it closed, want the busy one left", e.pivotHost)
+	p.choosePivot(append(procs[:3:3], procs[4]))
+	if p.pivotHost != "127.0.0.1:40040" || p.pivotKey != capture.PortKey(40040) {
+		t.Fatalf("pivot %q after it closed, want the busy one left", p.pivotHost)
 	}
-	e.choosePivot([]collect.Process{{ID: 1, Host: "localhost"}})
-	if e.pivotHost != "127.0.0.1:40040" {
+	p.choosePivot([]collect.Process{{ID: 1, Host: "localhost"}})
+	if p.pivotHost != "127.0.0.1:40040" {
 		t.Fatal("no candidate: the pivot must stay")
 	}
 }
@@ -120,25 +120,25 @@ func TestChoosePivot(t *testing.T) {
 // A budgeted sample of any depth follows the pivot: the estimate of what
 // it follows never drops to nothing while the pivot is listed.
 func TestBudgetSampleFollowsThePivot(t *testing.T) {
-	e := &engine{own: newOwnAddrs(), serverSide: serverSide{queryRate: 8000}}
-	e.own.add("127.0.0.1:40000")
+	p := &poller{own: newOwnAddrs(), side: &serverSide{queryRate: 8000}}
+	p.own.add("127.0.0.1:40000")
 	procs := []collect.Process{{ID: 99, Host: "127.0.0.1:40000", Command: "Query"}} // watch's own: not counted
 	for id := uint64(1); id <= 8; id++ {
 		procs = append(procs, collect.Process{ID: id, Host: "127.0.0.1:" + strconv.Itoa(int(41000+2*id)), Command: "Execute"})
 	}
-	e.learnConns(procs)
+	p.learnConns(procs)
 	for n := uint16(2); n <= maxBudgetSample; n *= 2 {
-		if got := e.followedRate(n); got < 1000 {
+		if got := p.followedRate(n); got < 1000 {
 			t.Fatalf("1 in %d follows an estimated %.0f statements/s, want at least the pivot's 1000", n, got)
 		}
-		if port, _ := hostPort(e.pivotHost); !e.budgetSample(n).Follows(port) {
+		if port, _ := hostPort(p.pivotHost); !p.budgetSample(n).Follows(port) {
 			t.Fatalf("1 in %d leaves the pivot out", n)
 		}
 	}
-	if held, wired := e.followedConns(e.budgetSample(maxBudgetSample)); held < 1 || wired != 8 {
+	if held, wired := p.followedConns(p.budgetSample(maxBudgetSample)); held < 1 || wired != 8 {
 		t.Errorf("the deepest sample follows %d of %d connections, want at least 1 of 8", held, wired)
 	}
-	if e.budgetSample(1) != capture.All {
+	if p.budgetSample(1) != capture.All {
 		t.Error("1 in 1 is not every connection")
 	}
 }

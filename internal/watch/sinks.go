@@ -131,10 +131,10 @@ func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
 	snap.Health = Health{Statements: k.total, Joined: k.joined, Unjoined: maps.Clone(k.out.unjoined)}
 	k.mu.Unlock()
 	snap.Health.QueueDrops = e.wire.queueDrops.Load()
-	e.serverM.Lock()
-	snap.Flavor, snap.Version = e.flavor, e.version
-	snap.Health.RingLost = e.server.RingLost
-	e.serverM.Unlock()
+	e.side.serverM.Lock()
+	snap.Flavor, snap.Version = e.side.flavor, e.side.version
+	snap.Health.RingLost = e.side.server.RingLost
+	e.side.serverM.Unlock()
 	snap.Health.CPUSeconds = ownCPU().Seconds()
 	if e.live != nil {
 		snap.Health.Following = followingNoteOf(e.live.Sample())

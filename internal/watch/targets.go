@@ -134,47 +134,47 @@ func (t *targets) missNote() string {
 // the joiner (once: history_long's copy is dropped, and a row history_long
 // returned already is not fed again); an outlier whose row is not there
 // yet is read again later (retryAfter).
-func (e *engine) readTargets(ctx context.Context) {
-	t := e.targets
+func (p *poller) readTargets(ctx context.Context) {
+	t := p.targets
 	now := time.Now()
 	due := t.due(now)
 	if len(due) == 0 {
 		return
 	}
-	if e.cursor == nil || (!t.history && !t.current) || t.failed {
+	if p.cursor == nil || (!t.history && !t.current) || t.failed {
 		t.list = t.list[:0] // nothing to read them with: the join notes why
 		return
 	}
-	conns := e.targetConns(due)
-	threads, err := t.threadsOf(ctx, e.db, conns)
+	conns := p.targetConns(due)
+	threads, err := t.threadsOf(ctx, p.db, conns)
 	// Rows carry collect's calibration, which a loaded host can put off by
 	// milliseconds; the joiner learns the true offset from its matches.
-	clock, _ := e.clock.Clock()
-	js := e.joiner.Stats()
+	clock, _ := p.clock.Clock()
+	js := p.joiner.Stats()
 	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
 	off, tol := js.OffsetUS, 2000+errUS
 	var rows []collect.ServerStatement
 	if err == nil {
-		rows, err = t.reader.Read(ctx, e.db, threads, clock, earliestStart(due)+off-tol)
+		rows, err = t.reader.Read(ctx, p.db, threads, clock, earliestStart(due)+off-tol)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			t.readFailed(e, err)
+			t.readFailed(p.notes, err)
 			t.requeue(due, now) // a transient error: read them again
 		}
 		return
 	}
 	t.failures = 0
 	var feed []collect.ServerStatement
-	for _, p := range due {
-		r, ok := t.rowFor(p, rows, off, tol, errUS, now)
+	for _, pt := range due {
+		r, ok := t.rowFor(pt, rows, off, tol, errUS, now)
 		if !ok {
 			continue
 		}
 		// A running row has no END_EVENT_ID yet: a statement without
 		// nested events ends on its own id.
 		key := rowKey{r.ThreadID, r.EventID}
-		if _, dup := t.fed[key]; dup || e.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
+		if _, dup := t.fed[key]; dup || p.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
 			continue
 		}
 		t.fed[key] = now // history_long's copy, if it returns one, is dropped
@@ -182,12 +182,12 @@ func (e *engine) readTargets(ctx context.Context) {
 	}
 	t.requeue(due, now)
 	t.pruneFed(now)
-	e.serverM.Lock()
-	e.server.TargetedReads++
-	e.server.TargetedRows += int64(len(feed))
-	e.serverM.Unlock()
+	p.side.serverM.Lock()
+	p.side.server.TargetedReads++
+	p.side.server.TargetedRows += int64(len(feed))
+	p.side.serverM.Unlock()
 	if len(feed) > 0 {
-		e.joiner.AddServer(feed, nowUS())
+		p.joiner.AddServer(feed, nowUS())
 	}
 }
 
@@ -206,20 +206,20 @@ func earliestStart(due []*pendingTarget) int64 {
 // flushTargets reads, at the end of a run, the threads of the outliers the
 // poller had no time for (the last statements before the stop): at once,
 // then after the server had a moment to record them.
-func (e *engine) flushTargets(ctx context.Context) {
-	e.takeTargets()
+func (p *poller) flushTargets(ctx context.Context) {
+	p.takeTargets()
 	for _, wait := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond} {
-		if len(e.targets.list) == 0 || ctx.Err() != nil {
+		if len(p.targets.list) == 0 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(wait)
 		now := time.Now()
-		for i := range e.targets.list {
-			e.targets.list[i].next = now
+		for i := range p.targets.list {
+			p.targets.list[i].next = now
 		}
-		e.readTargets(ctx)
+		p.readTargets(ctx)
 	}
-	e.targets.giveUpAll()
+	p.targets.giveUpAll()
 }
 
 // giveUpAll counts every pending target as missed (the run is over).
@@ -267,19 +267,19 @@ func (t *targets) scanPace(now time.Time) (every, atLeast time.Duration) {
 // its thread, and the thread's history with it, before watch can read
 // them, and a busy connection's next statements push it out of its
 // thread's history: what was read while it ran is then all there is.
-func (e *engine) scanRunning(ctx context.Context) {
-	t := e.targets
+func (p *poller) scanRunning(ctx context.Context) {
+	t := p.targets
 	now := time.Now()
 	every, atLeast := t.scanPace(now)
-	if e.cursor == nil || !t.current || t.failed || now.Sub(t.scannedAt) < every {
+	if p.cursor == nil || !t.current || t.failed || now.Sub(t.scannedAt) < every {
 		return
 	}
 	t.scannedAt = now
-	clock, _ := e.clock.Clock()
-	rows, err := t.reader.ReadRunning(ctx, e.db, atLeast, clock)
-	e.serverM.Lock()
-	e.server.RunningScans++
-	e.serverM.Unlock()
+	clock, _ := p.clock.Clock()
+	rows, err := t.reader.ReadRunning(ctx, p.db, atLeast, clock)
+	p.side.serverM.Lock()
+	p.side.server.RunningScans++
+	p.side.serverM.Unlock()
 	if err != nil {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
@@ -401,25 +401,25 @@ func (t *targets) fromRunning(p *pendingTarget, off, tol int64) (collect.ServerS
 // the targeted reads; fewer are transient (a connection lost and redialled).
 const maxFailures = 5
 
-func (t *targets) readFailed(e *engine, err error) {
+func (t *targets) readFailed(notes *noteList, err error) {
 	t.failures++
-	e.notes.add("reading the threads of slow statements failed (%v)", err)
+	notes.add("reading the threads of slow statements failed (%v)", err)
 	if t.failures >= maxFailures {
 		t.failed = true
-		e.notes.add("reading the threads of slow statements failed %d times in a row: slow statements are joined only while history_long still holds them", t.failures)
+		notes.add("reading the threads of slow statements failed %d times in a row: slow statements are joined only while history_long still holds them", t.failures)
 	}
 }
 
 // targetConns fills in the connection ids of the outliers (the joiner
 // learnt those opened before the capture from the processlist).
-func (e *engine) targetConns(due []*pendingTarget) []uint64 {
+func (p *poller) targetConns(due []*pendingTarget) []uint64 {
 	var conns []uint64
-	for _, p := range due {
-		if p.connID == 0 {
-			p.connID = e.joiner.ConnOf(p.conn)
+	for _, pt := range due {
+		if pt.connID == 0 {
+			pt.connID = p.joiner.ConnOf(pt.conn)
 		}
-		if p.connID != 0 {
-			conns = append(conns, p.connID)
+		if pt.connID != 0 {
+			conns = append(conns, pt.connID)
 		}
 	}
 	return conns

@@ -98,7 +98,7 @@ func TestLossLog(t *testing.T) {
 func TestTakeWireRoutesAndNotes(t *testing.T) {
 	var got []*event.Statement
 	e := &engine{sample: newConnSample(capture.Sample{N: 1024, Key: 1}), wire: newWireStage(newOwnAddrs(), 8),
-		pollStage: pollStage{targets: newTargets(true, true)}}
+		outlierMiss: newTargets(true, true).missNote()}
 	e.sink = newSink(100, func(s *event.Statement) { got = append(got, s) })
 	e.joiner = join.New(join.Options{}, e.joined)
 	e.readsRows = true
