@@ -80,6 +80,9 @@ type ConnDecoder struct {
 	loginDB     []byte
 	loginPlugin []byte
 	attrs       pending // scratch for MySQL 8 query attributes, rendered and dropped
+	// touched keeps what touchLines read, so that its loads stay in the
+	// program.
+	touched byte
 }
 
 // NewConnDecoder returns a decoder that hands each completed exchange to h.
