@@ -325,9 +325,7 @@ func (p *poller) choosePivot(procs []collect.Process) {
 // connections the processlist last listed (on the wire) that the sample
 // would hold.
 func (p *poller) followedRate(n uint16) float64 {
-	p.side.serverM.Lock()
-	rate := p.side.queryRate
-	p.side.serverM.Unlock()
+	rate := p.queryRate
 	held, wired := p.followedConns(p.budgetSample(n))
 	if wired == 0 {
 		return rate / float64(n)

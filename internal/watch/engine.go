@@ -96,14 +96,6 @@ type serverSide struct {
 	serverM sync.Mutex
 	server  ServerSideStats
 	pool    []collect.PoolGroup
-	status  map[string]string
-	// statusAt is when status was read; queryRate the server's statements
-	// per second since the read before.
-	statusAt  time.Time
-	queryRate float64
-	// startedAt is the server's start (Unix seconds), to tell a restart
-	// from a lost connection.
-	startedAt int64
 	// flavor and version name the server for the sinks' snapshots (a
 	// restart can bring another version).
 	flavor, version string

@@ -189,11 +189,9 @@ func (p *poller) serverRestarted(ctx context.Context) (restarted, known bool) {
 	if !ok {
 		return false, false
 	}
-	p.side.serverM.Lock()
-	defer p.side.serverM.Unlock()
-	known = p.side.startedAt != 0
-	restarted = known && start-p.side.startedAt > restartSlackS
-	p.side.startedAt = start
+	known = p.startedAt != 0
+	restarted = known && start-p.startedAt > restartSlackS
+	p.startedAt = start
 	return restarted, known
 }
 
@@ -203,10 +201,7 @@ const restartSlackS = 2
 // learnStart records the server's start, against which a lost connection
 // is told from a restart.
 func (p *poller) learnStart(ctx context.Context) {
-	start, _ := p.serverStart(ctx)
-	p.side.serverM.Lock()
-	p.side.startedAt = start
-	p.side.serverM.Unlock()
+	p.startedAt, _ = p.serverStart(ctx)
 }
 
 // serverStart returns the server's start as Unix seconds.

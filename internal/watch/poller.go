@@ -77,6 +77,14 @@ type poller struct {
 	lastPollAt   int64 // when history_long was last read
 	learn        threadLearner
 	link         serverLink
+	// status is the last read of rateStatus, statusAt when it was read;
+	// queryRate the server's statements per second since the read before;
+	// startedAt the server's start (Unix seconds), to tell a restart from
+	// a lost connection.
+	status    map[string]string
+	statusAt  time.Time
+	queryRate float64
+	startedAt int64
 }
 
 // start runs the poller on its own goroutine until ctx ends; noWire says
@@ -210,10 +218,7 @@ func (p *poller) nextInterval(every time.Duration, rows int, lost int64) time.Du
 	if p.sample.on() {
 		// A sampled poll returns only the sample's rows, but every
 		// connection's statements fill the ring: judge by the server's rate.
-		p.side.serverM.Lock()
-		rate := p.side.queryRate
-		p.side.serverM.Unlock()
-		rows = max(rows, int(rate*every.Seconds()))
+		rows = max(rows, int(p.queryRate*every.Seconds()))
 	}
 	switch {
 	case lost > 0 || rows*2 > ring:
@@ -385,14 +390,14 @@ func (p *poller) pollSlow(ctx context.Context) {
 	if pool != nil {
 		p.side.pool = pool
 	}
+	p.side.serverM.Unlock()
 	if err == nil {
-		p.side.queryRate = statementRate(p.side.status, status, time.Since(p.side.statusAt))
-		p.side.status, p.side.statusAt = status, time.Now()
-		if start, ok := startFromUptime(status); ok && p.side.startedAt == 0 {
-			p.side.startedAt = start
+		p.queryRate = statementRate(p.status, status, time.Since(p.statusAt))
+		p.status, p.statusAt = status, time.Now()
+		if start, ok := startFromUptime(status); ok && p.startedAt == 0 {
+			p.startedAt = start
 		}
 	}
-	p.side.serverM.Unlock()
 	p.mapExistingConns(ctx) // the connections the governor's estimates count
 	p.govern()
 	_ = p.sockets.poll() // a failed read keeps the earlier ones

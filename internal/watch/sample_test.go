@@ -120,7 +120,7 @@ func TestChoosePivot(t *testing.T) {
 // A budgeted sample of any depth follows the pivot: the estimate of what
 // it follows never drops to nothing while the pivot is listed.
 func TestBudgetSampleFollowsThePivot(t *testing.T) {
-	p := &poller{own: newOwnAddrs(), side: &serverSide{queryRate: 8000}}
+	p := &poller{own: newOwnAddrs(), side: &serverSide{}, queryRate: 8000}
 	p.own.add("127.0.0.1:40000")
 	procs := []collect.Process{{ID: 99, Host: "127.0.0.1:40000", Command: "Query"}} // watch's own: not counted
 	for id := uint64(1); id <= 8; id++ {
