@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# perf-watch-share.sh: the share of the whole host's CPU that capturing
+# costs, measured inside the kernel with perf rather than through TPS
+# (which a shared 2-core VM's noise moves by +-10% a round). While sysbench
+# oltp_read_write saturates a private sandbox, each round records
+# `perf record -a -g` for WINDOW seconds beside each side of SIDES, the
+# sides' order alternating:
+#   tap:   gapscope's ring read and thrown away (benchmarks/wirebench -mode
+#          tap): the floor of any capture of these packets;
+#   watch: gapscope watch at its default flags.
+# Prints per round and side the share of all CPU samples in the kernel's
+# packet tap (stacks holding tpacket_rcv: the filter and the copy into the
+# ring, run in the sending process's context on loopback), in the
+# capturing process itself, and their sum; then each side's medians.
+# The server's own work for watch's queries is in mariadbd's samples and
+# not counted here (scripts/bench-watch-ab.sh measures it).
+#
+# Usage: scripts/perf-watch-share.sh [BINARY]
+# Environment: ROUNDS (3), WINDOW (seconds recorded, 10), THREADS (8),
+# SIDES ("tap watch"). Needs root, perf, sysbench and the mariadb client.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}; WINDOW=${WINDOW:-10}; THREADS=${THREADS:-8}; SIDES=${SIDES:-tap watch}
+WORK=$(mktemp -d /tmp/gapscope-perf-share.XXXXXX)
+BENCH=perf-watch-share
+# shellcheck source=lib/bench.sh
+. scripts/lib/bench.sh
+command -v perf >/dev/null || die "perf not found (apt-get install linux-perf)"
+GAPSCOPE=${1:-}
+bench_binary
+WATCH_PID=
+trap bench_cleanup EXIT
+go build -o "$WORK/wirebench" ./benchmarks/wirebench
+bench_oltp_lab
+
+# share SIDE FILE: "TAP PROCESS" percentages of all samples in FILE.
+share() {
+  local comm
+  comm=$([ "$1" = tap ] && echo wirebench || basename "$GAPSCOPE")
+  local tap proc
+  # (awk reads to the end: perf report must not die of a closed pipe)
+  tap=$(perf report -i "$2" --children --sort sym --stdio -g none 2>/dev/null |
+    awk '$1 ~ /%$/ && $NF == "tpacket_rcv" && v == "" {v = $1} END {sub("%", "", v); print v}')
+  proc=$(perf report -i "$2" --no-children --sort comm --stdio -g none 2>/dev/null |
+    awk -v c="$comm" '$1 ~ /%$/ && $2 == substr(c, 1, 15) && v == "" {v = $1} END {sub("%", "", v); print v}')
+  echo "${tap:-0} ${proc:-0}"
+}
+
+# run SIDE ROUND: one recorded window beside sysbench.
+run() {
+  "${SB[@]}" --time=$((WINDOW + 8)) run >"$WORK/sb.txt" &
+  local sb=$!
+  if [ "$1" = tap ]; then
+    "$WORK/wirebench" -mode tap -iface lo -port "$PORT" -duration $((WINDOW + 6))s >/dev/null &
+  else
+    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json --duration $((WINDOW + 6))s >/dev/null 2>"$WORK/w.err" &
+  fi
+  WATCH_PID=$!
+  sleep 4 # the capture (watch: and its server reads) is running
+  perf record -q -a -g -o "$WORK/perf.data" -- sleep "$WINDOW" >/dev/null 2>&1
+  wait "$WATCH_PID" || die "$1 failed: $(tail -3 "$WORK/w.err" 2>/dev/null)"
+  WATCH_PID=
+  wait "$sb" || die "sysbench failed: $(tail -3 "$WORK/sb.txt")"
+  read -r tap proc < <(share "$1" "$WORK/perf.data")
+  printf "round %d %-5s kernel tap %5.2f%%, process %5.2f%%, together %5.2f%% of the host's CPU\n" \
+    "$2" "$1" "$tap" "$proc" "$(python3 -c "print($tap + $proc)")"
+  echo "$1 $tap $proc" >>"$WORK/results"
+}
+
+echo "$BENCH: $GAPSCOPE; sysbench oltp_read_write, $THREADS threads, saturating; perf record -a -g for $WINDOW s per side; load $(cut -d' ' -f1-3 /proc/loadavg)"
+read -r -a sides <<<"$SIDES"
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) -eq 0 ]; then
+    for ((i = ${#sides[@]} - 1; i >= 0; i--)); do run "${sides[i]}" "$r"; done
+  else
+    for s in "${sides[@]}"; do run "$s" "$r"; done
+  fi
+done
+python3 - "$WORK/results" <<'EOF'
+import statistics, sys
+by = {}
+for line in open(sys.argv[1]):
+    side, tap, proc = line.split()
+    by.setdefault(side, []).append((float(tap), float(proc)))
+for side, v in by.items():
+    tap = statistics.median(t for t, _ in v)
+    proc = statistics.median(p for _, p in v)
+    tot = [t + p for t, p in v]
+    print(f"{side}: median kernel tap {tap:.2f}%, process {proc:.2f}%, together {statistics.median(tot):.2f}% "
+          f"({min(tot):.2f}-{max(tot):.2f}) of the host's CPU over {len(v)} rounds")
+EOF
