@@ -7,17 +7,21 @@
 # sides' order alternating:
 #   tap:   gapscope's ring read and thrown away (benchmarks/wirebench -mode
 #          tap): the floor of any capture of these packets;
-#   watch: gapscope watch at its default flags.
+#   watch: gapscope watch at its default flags;
+#   tcx-tap, tcx-count: the eBPF floors (benchmarks/wirebench): a program at
+#          lo's tcx hooks copying the port's packets into a BPF ring buffer
+#          read and thrown away, or only counting them.
 # Prints per round and side the share of all CPU samples in the kernel's
-# packet tap (stacks holding tpacket_rcv: the filter and the copy into the
-# ring, run in the sending process's context on loopback), in the
-# capturing process itself, and their sum; then each side's medians.
+# packet tap (stacks holding tpacket_rcv, the filter and the copy into the
+# ring, or for the tcx sides the eBPF program; on loopback both run in the
+# sending process's context), in the capturing process itself, and their
+# sum; then each side's medians.
 # The server's own work for watch's queries is in mariadbd's samples and
 # not counted here (scripts/bench-watch-ab.sh measures it).
 #
 # Usage: scripts/perf-watch-share.sh [BINARY]
 # Environment: ROUNDS (3), WINDOW (seconds recorded, 10), THREADS (8),
-# SIDES ("tap watch"). Needs root, perf, sysbench and the mariadb client.
+# SIDES ("tap watch"; also tcx-tap, tcx-count). Needs root, perf, sysbench and the mariadb client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}; WINDOW=${WINDOW:-10}; THREADS=${THREADS:-8}; SIDES=${SIDES:-tap watch}
@@ -35,12 +39,14 @@ bench_oltp_lab
 
 # share SIDE FILE: "TAP PROCESS" percentages of all samples in FILE.
 share() {
-  local comm
-  comm=$([ "$1" = tap ] && echo wirebench || basename "$GAPSCOPE")
+  local comm=wirebench sym='^tpacket_rcv$'
+  [ "$1" = watch ] && comm=$(basename "$GAPSCOPE")
+  case $1 in tcx-*) sym='^bpf_prog_[0-9a-f]+$' ;; esac
   local tap proc
-  # (awk reads to the end: perf report must not die of a closed pipe)
+  # (awk reads to the end: perf report must not die of a closed pipe; the
+  # first match is the one with the most samples)
   tap=$(perf report -i "$2" --children --sort sym --stdio -g none 2>/dev/null |
-    awk '$1 ~ /%$/ && $NF == "tpacket_rcv" && v == "" {v = $1} END {sub("%", "", v); print v}')
+    awk -v s="$sym" '$1 ~ /%$/ && $NF ~ s && v == "" {v = $1} END {sub("%", "", v); print v}')
   proc=$(perf report -i "$2" --no-children --sort comm --stdio -g none 2>/dev/null |
     awk -v c="$comm" '$1 ~ /%$/ && $2 == substr(c, 1, 15) && v == "" {v = $1} END {sub("%", "", v); print v}')
   echo "${tap:-0} ${proc:-0}"
@@ -50,8 +56,8 @@ share() {
 run() {
   "${SB[@]}" --time=$((WINDOW + 8)) run >"$WORK/sb.txt" &
   local sb=$!
-  if [ "$1" = tap ]; then
-    "$WORK/wirebench" -mode tap -iface lo -port "$PORT" -duration $((WINDOW + 6))s >/dev/null &
+  if [ "$1" != watch ]; then
+    "$WORK/wirebench" -mode "$1" -iface lo -port "$PORT" -duration $((WINDOW + 6))s >/dev/null &
   else
     "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json --duration $((WINDOW + 6))s >/dev/null 2>"$WORK/w.err" &
   fi
@@ -62,7 +68,7 @@ run() {
   WATCH_PID=
   wait "$sb" || die "sysbench failed: $(tail -3 "$WORK/sb.txt")"
   read -r tap proc < <(share "$1" "$WORK/perf.data")
-  printf "round %d %-5s kernel tap %5.2f%%, process %5.2f%%, together %5.2f%% of the host's CPU\n" \
+  printf "round %d %-9s kernel tap %5.2f%%, process %5.2f%%, together %5.2f%% of the host's CPU\n" \
     "$2" "$1" "$tap" "$proc" "$(python3 -c "print($tap + $proc)")"
   echo "$1 $tap $proc" >>"$WORK/results"
 }
