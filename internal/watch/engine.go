@@ -272,6 +272,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	} else if e.opts.CPUBudget > 0 && e.readsRows {
 		e.poll.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU()) // the poller, not started yet, consults it
 	}
+	e.wire.toPoller = e.readsRows // before the capture's goroutine reads it
 	go func() {
 		st, err := live.Run(ctx, e.wire.take)
 		if err != nil {
@@ -434,6 +435,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	server.QueueDrops = e.wire.queueDrops.Load()
 	server.OwnFiltered = e.wire.ownHits.Load()
 	server.SlowDrops = e.wire.slowDrops.Load()
+	server.PollerWakes = e.poll.wakes
 	server.TargetedMissed = e.poll.targets.missedCount()
 	pool := e.side.pool
 	e.side.serverM.Unlock()

@@ -85,6 +85,9 @@ type poller struct {
 	statusAt  time.Time
 	queryRate float64
 	startedAt int64
+	// wakes counts the loop's wake-ups (ServerSide.PollerWakes): what it
+	// costs when it has nothing to read must stay bounded by what happens.
+	wakes int64
 }
 
 // start runs the poller on its own goroutine until ctx ends; noWire says
@@ -120,7 +123,7 @@ func (p *poller) run(ctx context.Context) {
 			p.targets.add(tg, time.Now())
 			p.takeTargets()
 		case <-p.newConns:
-			p.learn.pending = true
+			p.learn.pending = p.cursor != nil // without a cursor no thread is read
 		case <-retry:
 		case <-p.link.answered:
 			p.link.retryNow()
@@ -130,6 +133,7 @@ func (p *poller) run(ctx context.Context) {
 			p.pollHistory(ctx, &every, &lastSlow)
 			t.Reset(every)
 		}
+		p.wakes++
 		p.readTargets(ctx)
 		p.learnThreads(ctx)
 		p.scanRunning(ctx)
@@ -158,7 +162,7 @@ func (p *poller) nextWake(now time.Time) (time.Duration, bool) {
 			wait, ok = w, true
 		}
 	}
-	if p.learn.pending {
+	if p.learn.pending && p.cursor != nil {
 		w := max(p.learn.at.Add(learnEvery).Sub(now), 0)
 		if !ok || w < wait {
 			wait, ok = w, true
@@ -180,7 +184,11 @@ const learnEvery = 20 * time.Millisecond
 // learnThreads reads the threads of the connections the wire saw open,
 // at most every learnEvery.
 func (p *poller) learnThreads(ctx context.Context) {
-	if !p.learn.pending || p.cursor == nil || time.Since(p.learn.at) < learnEvery {
+	if p.cursor == nil {
+		p.learn.pending = false // nothing reads threads: a pending read would wake the loop for ever
+		return
+	}
+	if !p.learn.pending || time.Since(p.learn.at) < learnEvery {
 		return
 	}
 	p.learn.pending, p.learn.at = false, time.Now()

@@ -203,6 +203,9 @@ type ServerSideStats struct {
 	// while busy connections' outliers are lost to both histories).
 	RunningScans int64 `json:"running_scans"`
 	SlowDrops    int64 `json:"slow_drops"`
+	// PollerWakes are the poller's wake-ups: its reads on schedule, the
+	// outliers and new connections the wire handed it, its retries.
+	PollerWakes int64 `json:"poller_wakes"`
 }
 
 // portOf extracts the port of a host:port address (3306 when absent).

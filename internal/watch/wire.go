@@ -20,9 +20,14 @@ import (
 // What it hands on goes out through its three channels, and what it loses
 // or drops is counted in atomics that the other stages read.
 type wireStage struct {
-	own   *ownAddrs
-	rule  *outlierRule
-	known map[uint64]struct{} // connections seen (a cache: cleared when full)
+	own  *ownAddrs
+	rule *outlierRule
+	// toPoller: the poller reads threads (a statement cursor opened), so
+	// outliers and new connections are handed to it; without one (P_S off,
+	// consumers off) each hand-off would only wake it for nothing. Set
+	// before the capture starts, read by take only.
+	toPoller bool
+	known    map[uint64]struct{} // connections seen (a cache: cleared when full)
 
 	out      chan *event.Statement // every statement, to the loop and the join
 	slow     chan target           // each outlier's identity, to the poller
@@ -49,21 +54,29 @@ func (w *wireStage) take(s *event.Statement) {
 		w.ownHits.Add(1)
 		return
 	}
-	if s.ConnID != 0 {
+	if s.ConnID != 0 && w.toPoller {
 		w.noteConn(s.ConnID)
 	}
 	if w.rule.observe(s) {
 		s.Outlier = true
-		select {
-		case w.slow <- targetOf(s):
-		default:
-			w.slowDrops.Add(1)
+		if w.toPoller {
+			w.handOutlier(s)
 		}
 	}
 	select {
 	case w.out <- s:
 	default:
 		w.queueDrops.Add(1)
+	}
+}
+
+// handOutlier gives the poller an outlier's identity, counting it dropped
+// when the poller's queue is full.
+func (w *wireStage) handOutlier(s *event.Statement) {
+	select {
+	case w.slow <- targetOf(s):
+	default:
+		w.slowDrops.Add(1)
 	}
 }
 
