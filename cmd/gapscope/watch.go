@@ -67,7 +67,12 @@ Without capture rights, with TLS, or with performance_schema off, it
 degrades to what it can measure and says so in the notes. Without the
 wire the profile is the server's time and what the wire would add is
 shown as unknown. A failed --events or --store write is reported when it
-happens; watch goes on, prints its result and exits 1.`,
+happens; watch goes on, prints its result and exits 1.
+
+Memory is bounded whatever the SQL: the profile keeps its own row for the
+10,000 digests with the most client time (exact totals, mergeable
+sketches); the rest are counted together as "(other)", and a digest whose
+time there outgrows the smallest row takes that row's place.`,
 		Example: `  gapscope watch --dsn 'monitor:secret@tcp(127.0.0.1:3306)/' --duration 60s
   gapscope watch --dsn 'root@tcp(db1:3306)/' --iface eth0 --events stmts.jsonl --store watch.db
   MYSQL_PWD=secret gapscope watch --dsn 'monitor@tcp(127.0.0.1:3306)/' --enable-consumers`,

@@ -2,6 +2,10 @@ package report
 
 import (
 	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -70,4 +74,40 @@ func BenchmarkProfileAddNoted(b *testing.B) {
 		p.Add(stmts[i%len(stmts)])
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stmts/s")
+}
+
+// BenchmarkProfileDistinctDigests adds 500,000 distinct digests per
+// iteration (addDistinctDigests) to a default-budget profile and reports
+// its live heap after a GC and the process's RSS: the figures of
+// docs/performance.md's "watch for weeks" section.
+func BenchmarkProfileDistinctDigests(b *testing.B) {
+	var heapMB, rssMB float64
+	for b.Loop() {
+		p := NewProfile(ProfileOptions{})
+		addDistinctDigests(p, 500_000)
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		heapMB = float64(m.HeapAlloc) / (1 << 20)
+		rssMB = float64(selfRSS()) / (1 << 20)
+		runtime.KeepAlive(p)
+	}
+	b.ReportMetric(heapMB, "heap-MB")
+	b.ReportMetric(rssMB, "rss-MB")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/500k-digests")
+}
+
+// selfRSS is this process's resident set in bytes (0 where /proc is not).
+func selfRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

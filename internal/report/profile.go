@@ -4,6 +4,7 @@
 package report
 
 import (
+	"container/heap"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -39,12 +40,19 @@ func (m Metric) String() string {
 	return "client"
 }
 
-// Bounds of a profile's memory.
+// Bounds of a profile's memory (see budget.go): about 1.5 KB per kept
+// digest row, a few MB for connection and folded-digest hashes, whatever
+// the number of distinct digests or connections seen.
 const (
 	DefaultMaxDigests = 10_000
 	maxNotes          = 50
-	maxConnections    = 1 << 20
-	maxFolded         = 100_000 // distinct digests counted in "(other)"
+	// maxConnections bounds the connection hashes kept to count distinct
+	// connections (16 bytes each); beyond it the count is a lower bound.
+	maxConnections = 1 << 17
+	maxFolded      = 100_000 // distinct digest hashes counted in "(other)"
+	// maxTextAliases bounds the digest texts indexed per row (texts that
+	// normalise to one digest); further ones are found by digesting.
+	maxTextAliases = 4
 	// sketchAccuracy is DDSketch's relative accuracy: every quantile is
 	// within 1% of the true value at its rank.
 	sketchAccuracy = 0.01
@@ -57,8 +65,11 @@ const (
 // ProfileOptions configures a Profile.
 type ProfileOptions struct {
 	Metric Metric
-	// MaxDigests bounds the distinct digests kept (DefaultMaxDigests if 0);
-	// statements of further digests are folded into one "(other)" row.
+	// MaxDigests bounds the digests with a row of their own
+	// (DefaultMaxDigests if 0); statements of further digests are folded
+	// into one "(other)" row, and a digest whose time beyond the budget
+	// surely exceeds the smallest row's is promoted in its place
+	// (budget.go).
 	MaxDigests int
 	// MetricLabel, when set, names the ranking in the heading instead of
 	// "<metric> latency": where the times come from, when that matters
@@ -81,7 +92,10 @@ type Profile struct {
 	byText    map[string]*agg
 	byCmd     map[string]*agg
 	other     *agg
-	folded    map[string]struct{} // digests folded into other, up to a bound
+	folded    map[uint64]struct{} // hashes of digests folded into other, up to a bound
+	kept      keptHeap            // the rows, to find the smallest
+	cand      *spaceSaving        // digests beyond the budget, by weight
+	promoted  int64               // digests given a row after some of their statements went to other
 	stmts     int64
 	byCommand commandCounts
 	conns     map[uint64]struct{}
@@ -101,7 +115,8 @@ func NewProfile(opts ProfileOptions) *Profile {
 		digests: map[string]*agg{},
 		byText:  map[string]*agg{},
 		byCmd:   map[string]*agg{},
-		folded:  map[string]struct{}{},
+		folded:  map[uint64]struct{}{},
+		cand:    newSpaceSaving(opts.MaxDigests),
 		conns:   map[uint64]struct{}{},
 	}
 }
@@ -133,23 +148,76 @@ func (p *Profile) classFor(s *event.Statement, x *Extra) *agg {
 	if a := p.digests[x.ClassID]; a != nil {
 		return a
 	}
-	if len(p.digests) < p.opts.MaxDigests {
-		a := newAgg(x.ClassID, x.ClassText)
-		p.digests[x.ClassID] = a
+	if a := p.rowFor(x.ClassID, x.ClassText, p.latency(s)+1); a != nil {
 		return a
 	}
-	return p.toOther(x.ClassID)
+	return p.otherRow()
 }
 
-// toOther is the "(other)" row, for a class beyond MaxDigests.
-func (p *Profile) toOther(digest string) *agg {
+// otherRow is the "(other)" row, created on first use.
+func (p *Profile) otherRow() *agg {
 	if p.other == nil {
 		p.other = newAgg("", otherText)
 	}
-	if len(p.folded) < maxFolded {
-		p.folded[digest] = struct{}{}
-	}
 	return p.other
+}
+
+// rowFor returns a new row for digest, which has none: while the budget
+// allows, or when the weight counted for it beyond the budget (w more
+// now) surely exceeds the smallest row's, which it then replaces. nil:
+// the statement goes to "(other)".
+func (p *Profile) rowFor(digest, text string, w int64) *agg {
+	if len(p.digests) < p.opts.MaxDigests {
+		return p.newRow(digest, text)
+	}
+	h := maphash.String(digestSeed, digest)
+	sure := p.cand.add(h, w)
+	least, leastW := p.kept.min()
+	if least == nil || sure <= leastW {
+		p.fold(h)
+		return nil
+	}
+	p.cand.remove(h)
+	p.evict(least)
+	p.promoted++
+	a := p.newRow(digest, text)
+	// As in space-saving, the row keeps the weight it earned in "(other)"
+	// for the budget (not for the report): otherwise every promoted row
+	// would be the smallest and the next newcomer would replace it.
+	a.credit = sure - w
+	return a
+}
+
+func (p *Profile) newRow(digest, text string) *agg {
+	a := newAgg(digest, text)
+	p.digests[digest] = a
+	heap.Push(&p.kept, keptEntry{a: a, w: a.weight()})
+	return a
+}
+
+// evict folds row a into "(other)" and makes it a candidate again, with
+// the weight it had.
+func (p *Profile) evict(a *agg) {
+	heap.Remove(&p.kept, a.heapIdx)
+	delete(p.digests, a.digest)
+	for _, t := range a.textKeys {
+		delete(p.byText, t)
+	}
+	if a.cmdKey != "" {
+		delete(p.byCmd, a.cmdKey)
+	}
+	// Sketches of one mapping always merge: the error cannot happen.
+	_ = p.otherRow().merge(a)
+	h := maphash.String(digestSeed, a.digest)
+	p.cand.add(h, a.weight())
+	p.fold(h)
+}
+
+// fold counts digest hash h among the digests in "(other)".
+func (p *Profile) fold(h uint64) {
+	if len(p.folded) < maxFolded {
+		p.folded[h] = struct{}{}
+	}
 }
 
 // AddNote records a note about the whole profile (a dropped packet count, a
@@ -206,8 +274,8 @@ func (p *Profile) addSpan(s *event.Statement) {
 	p.lastUS = max(p.lastUS, end)
 }
 
-// aggFor finds or creates the statement's digest row; beyond MaxDigests new
-// digests go to the "(other)" row.
+// aggFor finds or creates the statement's digest row; beyond MaxDigests
+// new digests go to the "(other)" row unless promoted (rowFor).
 func (p *Profile) aggFor(s *event.Statement) *agg {
 	var a *agg
 	switch {
@@ -223,25 +291,29 @@ func (p *Profile) aggFor(s *event.Statement) *agg {
 	}
 	digest, text := digestOf(s)
 	a = p.digests[digest]
-	if a == nil && len(p.digests) < p.opts.MaxDigests {
-		a = newAgg(digest, text)
-		p.digests[digest] = a
+	if a == nil {
+		a = p.rowFor(digest, text, p.latency(s)+1)
 	}
 	if a != nil {
 		p.remember(s, a)
 		return a
 	}
-	return p.toOther(digest)
+	return p.otherRow()
 }
 
-// remember indexes a row for statements that carry no digest.
+// remember indexes a row for statements that carry no digest; the row
+// keeps its keys so that evict can drop them.
 func (p *Profile) remember(s *event.Statement, a *agg) {
 	switch {
 	case s.Digest != "":
 	case s.DigestText != "":
-		p.byText[s.DigestText] = a
+		if len(a.textKeys) < maxTextAliases {
+			p.byText[s.DigestText] = a
+			a.textKeys = append(a.textKeys, s.DigestText)
+		}
 	default:
 		p.byCmd[s.Cmd] = a
+		a.cmdKey = s.Cmd
 	}
 }
 
@@ -271,6 +343,12 @@ type agg struct {
 	joined       int64
 	parts        Parts
 	classStats
+	// heapIdx is the row's place in Profile.kept; textKeys and cmdKey its
+	// keys in byText and byCmd.
+	heapIdx  int
+	textKeys []string
+	cmdKey   string
+	credit   int64 // weight counted in "(other)" before the row was promoted
 }
 
 func newAgg(digest, text string) *agg {
@@ -424,13 +502,8 @@ func (p *Profile) mergeAgg(a *agg) error {
 	if mine, ok := p.digests[a.digest]; ok {
 		return mine.merge(a)
 	}
-	if len(p.digests) < p.opts.MaxDigests {
-		c := newAgg(a.digest, a.text)
-		p.digests[a.digest] = c
+	if c := p.rowFor(a.digest, a.text, a.weight()); c != nil {
 		return c.merge(a)
-	}
-	if len(p.folded) < maxFolded {
-		p.folded[a.digest] = struct{}{}
 	}
 	return p.mergeInto(&p.other, a)
 }
@@ -682,6 +755,10 @@ func (p *Profile) Result() *ProfileResult {
 	if p.other != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s: %d statements of %s digests beyond the %d-digest limit",
 			otherText, p.other.calls, foldedCount(len(p.folded)), p.opts.MaxDigests))
+	}
+	if p.promoted > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d digests got a row of their own when their time outgrew the smallest row's; their statements before that are in %s",
+			p.promoted, otherText))
 	}
 	return r
 }
