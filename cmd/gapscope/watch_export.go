@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/gapscope/gapscope/internal/web"
 	"github.com/go-sql-driver/mysql"
+	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/pflag"
 )
 
@@ -26,11 +28,13 @@ type exportFlags struct {
 	topDigests   int
 	traceRatio   float64
 	traceSlow    time.Duration
+	webConfig    string
 }
 
 func (f *exportFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.http, "http", "", "serve /metrics (Prometheus) and the live web view / on this address; a bare port or :PORT listens on loopback only, another interface only when named (0.0.0.0:PORT)")
 	fl.DurationVar(&f.httpLinger, "http-linger", 0, "with --http: keep serving this long after the run ends, so that a last scrape sees the final counts")
+	fl.StringVar(&f.webConfig, "web-config", "", "with --http: TLS and basic-auth settings for /metrics and the live view, in the Prometheus exporters' web configuration format (tls_server_config: cert_file, key_file, client_ca_file, client_auth_type; basic_auth_users: user: bcrypt hash); read again on each request and connection")
 	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "send OpenTelemetry traces and metrics over OTLP/HTTP to this base URL (http://host:4318); the standard OTEL_EXPORTER_OTLP_* variables work too")
 	fl.IntVar(&f.topDigests, "top-digests", export.DefaultTopDigests, "digests with their own Prometheus series (top by client time); the rest count as digest=\"other\"")
 	fl.Float64Var(&f.traceRatio, "trace-ratio", 0.01, "share of ordinary statements sent as traces (slow, failed and application-sampled ones always are)")
@@ -56,6 +60,9 @@ func (f *exportFlags) check() error {
 		if _, err := listenAddr(f.http); err != nil {
 			return usageError{err}
 		}
+	}
+	if f.webConfig != "" && f.http == "" {
+		return usagef("--web-config secures the --http server: give --http too")
 	}
 	return nil
 }
@@ -112,6 +119,10 @@ func startExporters(ctx context.Context, errOut io.Writer, f exportFlags, cfg *m
 }
 
 func (x *exporters) serve(errOut io.Writer, f exportFlags) error {
+	sec, err := loadWebConfig(f.webConfig)
+	if err != nil {
+		return err
+	}
 	addr, _ := listenAddr(f.http)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -122,10 +133,17 @@ func (x *exporters) serve(errOut io.Writer, f exportFlags) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", prom.Handler())
 	mux.Handle("/", view.Handler())
-	x.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The toolkit's and net/http's own messages (a failed TLS handshake, a
+	// web config that no longer parses) go to stderr at warning level; a
+	// rejected password is answered 401 and never logged.
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	x.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	x.served = make(chan error, 1)
-	go func() { x.served <- x.srv.Serve(ln) }()
-	fmt.Fprintf(errOut, "serving http://%s/ (live view) and http://%s/metrics\n", ln.Addr(), ln.Addr())
+	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebConfigFile: &f.webConfig}
+	go func() { x.served <- toolkit.Serve(ln, x.srv, flags, logger) }()
+	scheme := sec.scheme()
+	fmt.Fprintf(errOut, "serving %s://%s/ (live view) and %s://%s/metrics%s\n", scheme, ln.Addr(), scheme, ln.Addr(), sec.describe())
 	return nil
 }
 
