@@ -1,7 +1,10 @@
 // Package web serves watch's live view to a browser: the page at / (from
-// the binary: no CDN, no network) and the latest snapshot as JSON at
-// /api/snapshot, which the page long-polls, so it updates as soon as watch
-// publishes a new snapshot. It is a watch Sink.
+// the binary: no CDN, no network, no inline script or style) and its data
+// as JSON at /api/snapshot: watch's latest snapshot beside the view's own
+// history of the last 15 minutes (charts, per-digest table, filter
+// choices), filtered by the query's digest, user, db and group. The page
+// long-polls it, so it updates as soon as watch publishes a new snapshot.
+// It is a watch Sink.
 package web
 
 import (
@@ -11,6 +14,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -19,93 +23,127 @@ import (
 	"github.com/gapscope/gapscope/internal/watch"
 )
 
-//go:embed assets/index.html
+//go:embed assets/index.html assets/app.js assets/app.css
 var assets embed.FS
 
 var page = template.Must(template.ParseFS(assets, "assets/index.html"))
 
-// View keeps the latest snapshot for the page.
+// View keeps the latest snapshot and the history for the page.
 type View struct {
+	hist *history
+
 	mu      sync.Mutex
 	seq     int64
-	body    []byte        // the latest snapshot's JSON, with its seq
-	changed chan struct{} // closed and replaced at each new snapshot
+	snap    json.RawMessage // the latest snapshot's JSON
+	nowUS   int64           // the latest snapshot's time: the window's end
+	changed chan struct{}   // closed and replaced at each new snapshot
 }
 
 // New returns an empty view.
 func New() *View {
-	v := &View{changed: make(chan struct{})}
-	v.body, _ = json.Marshal(message{Seq: 0})
-	return v
+	return &View{hist: newHistory(), snap: json.RawMessage("null"), changed: make(chan struct{})}
 }
 
 // message is what /api/snapshot returns.
 type message struct {
 	Seq      int64           `json:"seq"`
-	Snapshot *watch.Snapshot `json:"snapshot"`
+	Snapshot json.RawMessage `json:"snapshot"`
+	Live     *Live           `json:"live"`
 }
 
-// Statement is part of watch.Sink: the view shows snapshots only.
-func (v *View) Statement(*event.Statement) {}
+// Statement is part of watch.Sink: it counts s in the view's history. It
+// runs on watch's joiner goroutine: a lock, a map lookup, a few additions.
+func (v *View) Statement(s *event.Statement) { v.hist.add(s) }
 
 // Snapshot publishes s to the page.
 func (v *View) Snapshot(s *watch.Snapshot) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	body, err := json.Marshal(message{Seq: v.seq + 1, Snapshot: s})
+	body, err := json.Marshal(s)
 	if err != nil {
 		return // a snapshot is plain data: cannot happen
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.seq++
-	v.body = body
+	v.snap = body
+	v.nowUS = s.TimeUS
 	close(v.changed)
 	v.changed = make(chan struct{})
 }
 
-// latest returns the current snapshot's JSON, its seq and the channel
-// closed when the next one comes.
-func (v *View) latest() ([]byte, int64, <-chan struct{}) {
+// latest returns the current snapshot's JSON, its seq, the window's end
+// and the channel closed when the next one comes.
+func (v *View) latest() (json.RawMessage, int64, int64, <-chan struct{}) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.body, v.seq, v.changed
+	now := v.nowUS
+	if now == 0 {
+		now = time.Now().UnixMicro()
+	}
+	return v.snap, v.seq, now, v.changed
+}
+
+// body is the JSON of the current message for filter f.
+func (v *View) body(f Filter) ([]byte, error) {
+	snap, seq, now, _ := v.latest()
+	return json.Marshal(message{Seq: seq, Snapshot: snap, Live: v.hist.live(f, now)})
+}
+
+// filterOf reads the page's filter from a query string.
+func filterOf(q url.Values) Filter {
+	return Filter{Digest: q.Get("digest"), User: q.Get("user"), DB: q.Get("db"), Group: q.Get("group")}
 }
 
 // longPoll bounds how long /api/snapshot?after=N waits for a newer
 // snapshot before answering with the current one.
 const longPoll = 15 * time.Second
 
-// Handler serves the page and the snapshots.
+// Handler serves the page, its script and style, and its data.
 func (v *View) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", v.servePage)
 	mux.HandleFunc("GET /api/snapshot", v.serveSnapshot)
+	mux.HandleFunc("GET /assets/app.js", serveAsset("assets/app.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /assets/app.css", serveAsset("assets/app.css", "text/css; charset=utf-8"))
 	return mux
 }
 
+// servePage serves the page with the data of its query's filter in a
+// JSON data block (not a script: the CSP allows none inline), so the page
+// draws at once and a filtered link shows the filtered page.
 func (v *View) servePage(w http.ResponseWriter, r *http.Request) {
-	body, _, _ := v.latest()
+	body, err := v.body(filterOf(r.URL.Query()))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	var b bytes.Buffer
+	// json.Marshal escapes <, > and &: a statement's text cannot close the block.
 	if err := page.Execute(&b, template.JS(body)); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	securityHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b.Bytes())
 }
 
 // serveSnapshot answers at once, or with ?after=N once a snapshot newer
 // than N exists (or longPoll passed).
 func (v *View) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	body, seq, changed := v.latest()
+	_, seq, _, changed := v.latest()
 	if after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64); err == nil && after >= seq {
 		ctx, cancel := context.WithTimeout(r.Context(), longPoll)
 		defer cancel()
 		select {
 		case <-changed:
-			body, _, _ = v.latest()
 		case <-ctx.Done():
 		}
+	}
+	body, err := v.body(filterOf(r.URL.Query()))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
 	securityHeaders(w)
 	w.Header().Set("Content-Type", "application/json")
@@ -113,9 +151,30 @@ func (v *View) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// securityHeaders keep the page to its own origin: it loads nothing from
-// elsewhere, and says so to the browser.
+// serveAsset serves an embedded file. The binary carries it, so a new
+// binary may change it: the browser revalidates.
+func serveAsset(name, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := assets.ReadFile(name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		securityHeaders(w)
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(b)
+	}
+}
+
+// csp keeps the page to its own origin and its own files: no inline
+// script or style (the page sets styles through the DOM only), nothing
+// loaded from elsewhere, no framing, no form posting.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
+	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
 func securityHeaders(w http.ResponseWriter) {
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", csp)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 }

@@ -2,9 +2,11 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +29,9 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
-// The page embeds the latest snapshot, escaped: a statement's text can
-// never close the script.
+// The page embeds the latest snapshot as a JSON data block, escaped: a
+// statement's text can never close it. It runs no inline script or
+// style, and its CSP says so.
 func TestPageEmbedsSnapshot(t *testing.T) {
 	v := New()
 	srv := httptest.NewServer(v.Handler())
@@ -43,6 +46,34 @@ func TestPageEmbedsSnapshot(t *testing.T) {
 	}
 	if r, _ := http.Get(srv.URL + "/nope"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("/nope: %s", r.Status)
+	}
+	// Every script is either a file of the page's own or a JSON data block.
+	for _, m := range regexp.MustCompile(`<script([^>]*)>`).FindAllStringSubmatch(page, -1) {
+		if !strings.Contains(m[1], `src="assets/app.js"`) && !strings.Contains(m[1], `type="application/json"`) {
+			t.Errorf("inline script %s", m[0])
+		}
+	}
+	if strings.Contains(page, "<style") || strings.Contains(page, " style=") {
+		t.Errorf("inline style in the page")
+	}
+	r, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if c := r.Header.Get("Content-Security-Policy"); strings.Contains(c, "unsafe") || !strings.Contains(c, "script-src 'self'") || !strings.Contains(c, "default-src 'none'") {
+		t.Errorf("CSP %q", c)
+	}
+	for path, typ := range map[string]string{"/assets/app.js": "text/javascript", "/assets/app.css": "text/css"} {
+		r, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), typ) || len(b) < 1000 {
+			t.Errorf("%s: %s, %s, %d bytes", path, r.Status, r.Header.Get("Content-Type"), len(b))
+		}
 	}
 }
 
@@ -60,14 +91,130 @@ func TestLongPoll(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	v.Snapshot(&watch.Snapshot{Health: watch.Health{Statements: 2}})
-	var msg message
+	var msg struct {
+		Seq      int64
+		Snapshot watch.Snapshot
+		Live     Live
+	}
 	if err := json.Unmarshal([]byte(<-got), &msg); err != nil {
 		t.Fatal(err)
 	}
-	if msg.Seq != 2 || msg.Snapshot.Health.Statements != 2 {
-		t.Errorf("long poll returned seq %d with %d statements, want seq 2 with 2", msg.Seq, msg.Snapshot.Health.Statements)
+	if msg.Seq != 2 || msg.Snapshot.Health.Statements != 2 || msg.Live.StepUS != stepUS {
+		t.Errorf("long poll returned seq %d with %d statements, step %d; want seq 2 with 2, step %d",
+			msg.Seq, msg.Snapshot.Health.Statements, msg.Live.StepUS, stepUS)
 	}
 	if b := get(t, srv.URL+"/api/snapshot"); !strings.Contains(b, `"seq":2`) {
 		t.Errorf("plain read: %s", b)
+	}
+}
+
+// The history's quantiles stay within a bucket's width of the truth, per
+// step and per digest, and its series covers the window step by step.
+func TestHistoryQuantiles(t *testing.T) {
+	h := newHistory()
+	now := int64(1_800_000_000_000_000)
+	end := now - now%stepUS - stepUS // one complete step
+	for i := int64(1); i <= 1000; i++ {
+		h.add(&event.Statement{Cmd: "COM_QUERY", DigestText: "SELECT ?", TReqFirst: end - i*1000, TRespLast: end + 1 + i, ClientUS: i * 100, Joined: true, ExecUS: i * 100})
+	}
+	l := h.live(Filter{}, now)
+	if len(l.Series) != nSteps {
+		t.Fatalf("%d points, want %d", len(l.Series), nSteps)
+	}
+	var p Point
+	for _, q := range l.Series {
+		if q.Calls > 0 {
+			p = q
+		}
+	}
+	near := func(name string, got, want int64) {
+		t.Helper()
+		if float64(got) < 0.88*float64(want) || float64(got) > 1.12*float64(want) {
+			t.Errorf("%s = %d, want %d ± 12%%", name, got, want)
+		}
+	}
+	if p.Calls != 1000 || p.Joined != 1000 || p.MaxUS != 100_000 {
+		t.Fatalf("point %+v", p)
+	}
+	near("p50", p.P50US, 50_000)
+	near("p99", p.P99US, 99_000)
+	near("mean exec", p.Parts[2], 50_050)
+	if len(l.Digests) != 1 {
+		t.Fatalf("digests %+v", l.Digests)
+	}
+	d := l.Digests[0]
+	near("digest p95", d.P95US, 95_000)
+	if d.TotalUS != 50_050_000 || d.Parts[2] != d.TotalUS || d.Text != "SELECT ?" {
+		t.Errorf("digest %+v", d)
+	}
+	for _, us := range []int64{0, 1, 3, 4, 7, 8, 100, 12345, 1 << 40} {
+		if m := bucketMid(bucketOf(us)); float64(m) < 0.875*float64(us) || float64(m) > 1.125*float64(us)+1 {
+			t.Errorf("bucket of %d reads %d", us, m)
+		}
+	}
+}
+
+// Filters select cells; statements older than the window are not
+// counted; a flood of distinct digests is bounded.
+func TestHistoryFiltersAndBounds(t *testing.T) {
+	h := newHistory()
+	now := int64(1_800_000_000_000_000)
+	g1 := 1
+	add := func(digest, user, db string, group *int, at int64) {
+		h.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: digest, DigestText: digest, User: user, DB: db, PoolGroup: group,
+			TReqFirst: at - 500, TRespLast: at, ClientUS: 500})
+	}
+	add("a", "app", "shop", &g1, now-1_000_000)
+	add("b", "app", "shop", nil, now-2_000_000)
+	add("c", "report", "dw", nil, now-60_000_000)
+	add("old", "app", "shop", nil, now-windowUS-stepUS)      // before the window
+	h.add(&event.Statement{Cmd: "COM_QUIT", TReqFirst: now}) // no response
+	calls := func(f Filter) (n int64, digests []string) {
+		l := h.live(f, now)
+		for _, p := range l.Series {
+			n += p.Calls
+		}
+		for _, d := range l.Digests {
+			digests = append(digests, d.Digest)
+		}
+		return n, digests
+	}
+	for _, c := range []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, "3 [a b c]"},
+		{Filter{User: "app"}, "2 [a b]"},
+		{Filter{DB: "dw"}, "1 [c]"},
+		{Filter{Group: "1"}, "1 [a]"},
+		{Filter{Group: "none"}, "2 [b c]"},
+		{Filter{Digest: "b", User: "app"}, "1 [b]"},
+		{Filter{Digest: "b", User: "report"}, "0 []"},
+	} {
+		n, d := calls(c.f)
+		if got := fmt.Sprint(n, " ", d); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.f, got, c.want)
+		}
+	}
+	o := h.live(Filter{User: "report"}, now).Options
+	if fmt.Sprint(o.Users, o.DBs, o.Groups, o.NoGroup, len(o.Digests)) != "[app report] [dw shop] [1] true 3" {
+		t.Errorf("options %+v: the filters offer every value of the window, whatever is selected", o)
+	}
+	// 5000 distinct digests in one step: the cells stay bounded, the calls all counted.
+	b := newHistory()
+	for i := range 5000 {
+		b.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: fmt.Sprint("d", i), User: fmt.Sprint("u", i%3), TReqFirst: now - 10, TRespLast: now, ClientUS: 10})
+	}
+	st := b.steps[(now/stepUS)%int64(len(b.steps))]
+	if len(st.cells) > 2*maxKeys+1 {
+		t.Errorf("%d cells in a step, bound %d", len(st.cells), 2*maxKeys+1)
+	}
+	l := b.live(Filter{}, now)
+	var n int64
+	for _, p := range l.Series {
+		n += p.Calls
+	}
+	if n != 5000 || len(l.Digests) != maxListed || !strings.Contains(fmt.Sprint(l.Digests), otherDigest) {
+		t.Errorf("%d calls in %d digest rows, want 5000 in %d, one of them %s", n, len(l.Digests), maxListed, otherDigest)
 	}
 }
