@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"sqltext":    {},
 	"sandbox":    {},
 	"netlab":     {},
+	"eventlog":   {},
 	"capture":    {"event", "mysqlproto", "sqltext"},
 	"collect":    {"event", "sqltext"},
 	"join":       {"event", "capture", "collect", "mysqlproto", "sqltext"},

@@ -23,7 +23,23 @@ type WriterOptions struct {
 	// OnFlush, when set, is told after every commit how many rows it held
 	// and the error, if any (progress, metrics, tests).
 	OnFlush func(rows int, err error)
+	// SampleEvery keeps the row of 1 in SampleEvery ordinary statements
+	// (0 or 1: every one). Slow, failed, outlier and unjoined statements
+	// (with a reason other than the run's sampling) always keep theirs,
+	// and every statement is counted in its digest's minute.
+	SampleEvery int
+	// SlowUS: a statement whose client or server time reaches it is slow
+	// (DefaultSlowUS if 0).
+	SlowUS int64
+	// Limits bound the file; checked after every commit.
+	Limits Limits
+	// Now is the clock that ages rows (time.Now if nil): tests pass a
+	// fake one.
+	Now func() time.Time
 }
+
+// DefaultSlowUS is the time from which a statement is always stored.
+const DefaultSlowUS = 100_000
 
 // Writer batches rows of one run into transactions: a commit every
 // BatchRows rows or FlushEvery, whichever comes first. Safe for concurrent
@@ -45,6 +61,19 @@ type Writer struct {
 	dropped int64
 	stop    chan struct{}
 	done    chan struct{}
+	minutes minutes
+	ordinal int64 // ordinary statements seen, for SampleEvery
+	closing bool  // the last flush: every pending minute is written
+	limits  limiter
+	trimErr error // the last trim's failure, nil once one works
+}
+
+// TrimError returns the last failure to hold the store within its
+// limits (nil when the last check worked).
+func (w *Writer) TrimError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.trimErr
 }
 
 type findingRow struct {
@@ -57,21 +86,46 @@ type findingRow struct {
 func (s *Store) NewWriter(run int64, opts WriterOptions) *Writer {
 	opts.BatchRows = cmp.Or(opts.BatchRows, 1000)
 	opts.FlushEvery = cmp.Or(opts.FlushEvery, 200*time.Millisecond)
+	opts.SlowUS = cmp.Or(opts.SlowUS, DefaultSlowUS)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	w := &Writer{s: s, run: run, opts: opts, stmts: make([]event.Statement, 0, opts.BatchRows),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), limits: limiter{s: s, lim: opts.Limits}}
 	go w.ticker()
 	return w
 }
 
-// Add queues a statement. It copies the statement, so the caller may reuse it.
+// Add counts a statement in its digest's minute and queues its row when
+// the sample keeps it (WriterOptions.SampleEvery). It copies the
+// statement, so the caller may reuse it.
 func (w *Writer) Add(st *event.Statement) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.refuseLocked() {
 		return w.err
 	}
-	w.stmts = append(w.stmts, *st)
+	kept := w.keep(st)
+	w.minutes.add(st, kept)
+	if kept {
+		w.stmts = append(w.stmts, *st)
+	}
 	return w.maybeFlushLocked()
+}
+
+// keep decides whether st gets a row: always when it is one a reader
+// looks for (slow, failed, an outlier, unjoined for a reason of its own),
+// else 1 in SampleEvery.
+func (w *Writer) keep(st *event.Statement) bool {
+	if w.opts.SampleEvery <= 1 || st.Error != nil || st.Outlier ||
+		st.ClientUS >= w.opts.SlowUS || st.ServerUS >= w.opts.SlowUS {
+		return true
+	}
+	if !st.Joined && st.Why != event.ReasonNone && st.Why != event.SampledOut && st.Why != event.NoServer {
+		return true
+	}
+	w.ordinal++
+	return w.ordinal%int64(w.opts.SampleEvery) == 1
 }
 
 // AddSample queues a server-side sample.
@@ -140,7 +194,8 @@ func (w *Writer) Written() int64 {
 	return w.total
 }
 
-// Close stops the timer and commits what is pending.
+// Close stops the timer and commits what is pending, every pending
+// minute included.
 func (w *Writer) Close() error {
 	select {
 	case <-w.stop:
@@ -148,7 +203,10 @@ func (w *Writer) Close() error {
 		close(w.stop)
 	}
 	<-w.done
-	return w.Flush()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closing = true
+	return w.flushLocked()
 }
 
 func (w *Writer) ticker() {
@@ -167,10 +225,16 @@ func (w *Writer) ticker() {
 
 func (w *Writer) flushLocked() error {
 	n := w.pending()
-	if w.err != nil || n == 0 {
+	if w.err != nil || (n == 0 && !w.minutes.done(w.closing)) {
 		return w.err
 	}
 	err := w.commit()
+	if err == nil {
+		w.minutes.forget(w.closing)
+		// A failed trim leaves the rows (the file may outgrow its limit
+		// until the next one works); it does not stop the recording.
+		w.trimErr = w.limits.check(context.Background(), w.opts.Now())
+	}
 	if w.opts.OnFlush != nil {
 		w.opts.OnFlush(n, err)
 	}
@@ -190,7 +254,8 @@ func (w *Writer) commit() error {
 	if err != nil {
 		return err
 	}
-	err = errors.Join(w.insertStatements(ctx, tx), w.insertSamples(ctx, tx), w.insertFindings(ctx, tx))
+	err = errors.Join(w.insertStatements(ctx, tx), w.insertSamples(ctx, tx), w.insertFindings(ctx, tx),
+		w.minutes.write(ctx, tx, w.run, w.closing))
 	if err != nil {
 		tx.Rollback()
 		return err
