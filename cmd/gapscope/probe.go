@@ -210,7 +210,7 @@ func writeProbeText(out io.Writer, res *probe.Result) error {
 	}
 	k := res.Knee
 	if k.Found {
-		fmt.Fprintf(out, "\nknee: %.1f running threads (80%% range %.1f-%.1f); above it x%.1f the trend below; fit improvement %.0f%% over one line, p=%.2g\n",
+		fmt.Fprintf(out, "\nknee: %.1f running threads (80%% range %.1f-%.1f); above it x%.1f the trend below; fit improvement %.0f%% over one line, permutation p=%.2g\n",
 			k.Threads, k.Low, k.High, k.Rise, k.Improvement*100, k.P)
 	} else {
 		fmt.Fprintf(out, "\nno knee: %s (%d runs)\n", k.Reason, k.Points)

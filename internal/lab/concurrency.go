@@ -205,10 +205,10 @@ func describeRamp(rp ConcurrencyRamp) []string {
 		minRunning(rp.Series), rp.Knee.MaxThreads)}
 	k := rp.Knee
 	if !k.Found {
-		return append(lines, fmt.Sprintf("%s: no knee (%s; split at %.1f threads: x%.1f, p=%.2g)", rp.Name, k.Reason, k.Threads, k.Rise, k.P))
+		return append(lines, fmt.Sprintf("%s: no knee (%s; split at %.1f threads: x%.1f, robust z=%.1f, permutation p=%.2g)", rp.Name, k.Reason, k.Threads, k.Rise, k.Z, k.P))
 	}
-	return append(lines, fmt.Sprintf("%s: knee at %.1f running threads (80%% range %.1f-%.1f), x%.1f above the trend below, fit improvement %.0f%%, p=%.2g",
-		rp.Name, k.Threads, k.Low, k.High, k.Rise, k.Improvement*100, k.P))
+	return append(lines, fmt.Sprintf("%s: knee at %.1f running threads (80%% range %.1f-%.1f), x%.1f above the trend below, fit improvement %.0f%%, robust z=%.1f, permutation p=%.2g",
+		rp.Name, k.Threads, k.Low, k.High, k.Rise, k.Improvement*100, k.Z, k.P))
 }
 
 func minMedian(s probe.Series) int64 {

@@ -57,7 +57,9 @@ func kneeEvidence(k Knee) map[string]any {
 		"rise":             round1(k.Rise),
 		"fit_improvement":  round3(k.Improvement),
 		"f":                round1(k.F),
+		"z":                round1(k.Z),
 		"p":                k.P,
+		"test":             "permutation: one-line residuals reshuffled; robust rise over the lower trend and two-line F, maximised over cuts",
 		"points":           k.Points,
 		"metric":           "median canary repetition vs mean Threads_running",
 	}
