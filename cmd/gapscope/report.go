@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -166,6 +167,11 @@ func loadHTMLData(ctx context.Context, st *store.Store, f reportFlags, d *report
 		runs = runs[i : i+1]
 	}
 	d.Source, d.Runs = f.storePath, runInfos(runs)
+	h, err := st.Holdings(ctx)
+	if err != nil {
+		return err
+	}
+	d.Notes = append(d.Notes, holdingsNotes(h)...)
 	q := store.Query{RunID: f.run}
 	if d.Findings, err = st.Findings(ctx, q); err != nil {
 		return err
@@ -228,6 +234,32 @@ func planEntries(ps []store.Plan) []report.PlanEntry {
 		out[i] = report.PlanEntry{TimeUS: p.TimeUS, ConnID: p.ConnID, Digest: p.Digest, DigestText: p.DigestText,
 			Source: p.Source, Plan: p.Plan, ExecUS: p.ExecUS, RowsExamined: p.RowsExamined}
 	}
+	return out
+}
+
+// holdingsNotes say from when a bounded store holds what: a watch --store
+// keeps per-minute digest totals for its whole retention, statement rows
+// for a sample and for as long as its size allows.
+func holdingsNotes(h store.Holdings) []string {
+	var out []string
+	if h.Calls > h.Kept {
+		out = append(out, fmt.Sprintf("the store kept a row for %d of the %d statements its per-minute digest totals count (--store-sample: every slow, failed, outlier and unjoined one, a sample of the rest); the statement charts are drawn from those rows",
+			h.Kept, h.Calls))
+	}
+	if h.Trims == 0 {
+		return out
+	}
+	stamp := func(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05 UTC") }
+	held := "no statement rows"
+	if h.StatementsFromUS > 0 {
+		held = "statement rows from " + stamp(h.StatementsFromUS)
+	}
+	if h.MinutesFromUS > 0 {
+		held += ", per-minute digest totals from " + stamp(h.MinutesFromUS)
+	}
+	why := map[string]string{"age": "--store-retain", "size": "--store-max-size"}[h.LastReason]
+	out = append(out, fmt.Sprintf("the store was trimmed to its limits %d times (%d rows removed, the last at %s by %s): it holds %s",
+		h.Trims, h.RemovedRows, stamp(h.LastTrimUS), cmp.Or(why, h.LastReason), held))
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/eventlog"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/store"
 	"github.com/gapscope/gapscope/internal/watch"
@@ -45,6 +46,9 @@ type watchFlags struct {
 	top                       int
 	exp                       exportFlags
 	capturePoint              string
+	storeMax, eventsMax       byteSize
+	storeRetain               retention
+	storeSample, eventsKeep   int
 }
 
 func newWatchCmd() *cobra.Command {
@@ -94,6 +98,12 @@ time there outgrows the smallest row takes that row's place.`,
 	fl.DurationVar(&f.maxWait, "max-wait", d.MaxWait, "how long a statement waits for its other half before it is reported unjoined")
 	fl.StringVar(&f.events, "events", "", "write one JSON statement event per line to this file (written through every second, so a killed watch leaves all but its last second)")
 	fl.StringVar(&f.storePath, "store", "", "record statements and findings in this SQLite file")
+	f.storeMax, f.storeRetain = 1<<30, retention(7*24*time.Hour)
+	fl.Var(&f.storeMax, "store-max-size", "bound the --store file (with its write-ahead log): past it the oldest statement rows go first, down to 90% (0: no bound)")
+	fl.Var(&f.storeRetain, "store-retain", "remove --store rows older than this (7d, 36h; 0: keep all)")
+	fl.IntVar(&f.storeSample, "store-sample", 10, "store the row of 1 in N ordinary statements; slow (100 ms+), failed, outlier and unjoined ones always, and every statement in its digest's per-minute totals (1: every row)")
+	fl.Var(&f.eventsMax, "events-max-size", "rotate the --events file at this size: F.jsonl becomes F.1.jsonl, ... (0: no rotation); SIGHUP reopens it for outside rotators")
+	fl.IntVar(&f.eventsKeep, "events-keep", eventlog.DefaultKeep, "rotated --events files kept beside the current one")
 	fl.StringVar(&f.format, "format", "text", "final report: text or json")
 	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals and the values server error messages quote (default: redacted)")
 	fl.BoolVar(&f.noCapture, "no-capture", false, "do not capture: the profile ranks by the server's time (performance_schema); queue, delivery and client time are unknown")
@@ -158,6 +168,9 @@ func (f *watchFlags) options() (watch.Options, error) {
 	}
 	if err := f.exp.check(); err != nil {
 		return watch.Options{}, err
+	}
+	if f.storeSample < 1 || f.eventsKeep < 1 {
+		return watch.Options{}, usagef("--store-sample and --events-keep must be 1 or more")
 	}
 	o := watch.Options{DSN: f.dsn, DefaultsFile: defaultsFile, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
@@ -350,7 +363,7 @@ const eventsFlushEvery = time.Second
 // target, the server as Target names it (no password). A failed output is
 // reported on errOut.
 func openWatchOutputs(ctx context.Context, f watchFlags, target string, errOut io.Writer) (*watchOutputs, error) {
-	ev, err := openEvents(f.events)
+	ev, err := openEventLog(f.events, eventlog.Options{MaxSize: int64(f.eventsMax), Keep: f.eventsKeep})
 	if err != nil {
 		return nil, err
 	}
@@ -358,6 +371,7 @@ func openWatchOutputs(ctx context.Context, f watchFlags, target string, errOut i
 	if ev != nil {
 		ev.onFail = func(err error) { o.fail("events file", err) }
 		ev.flushEvery(eventsFlushEvery)
+		ev.reopenOnHangup()
 	}
 	if f.storePath != "" {
 		st, err := store.Open(ctx, f.storePath)
@@ -370,7 +384,8 @@ func openWatchOutputs(ctx context.Context, f watchFlags, target string, errOut i
 			o.close(nil)
 			return nil, err
 		}
-		o.writer = st.NewWriter(o.run, store.WriterOptions{OnFlush: o.storeFlushed})
+		o.writer = st.NewWriter(o.run, store.WriterOptions{OnFlush: o.storeFlushed, SampleEvery: f.storeSample,
+			Limits: store.Limits{MaxBytes: int64(f.storeMax), Retain: time.Duration(f.storeRetain)}})
 	}
 	return o, nil
 }
