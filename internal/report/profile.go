@@ -704,7 +704,7 @@ type DigestRow struct {
 	LastSeenUS   int64                   `json:"last_seen_us,omitempty"`
 	Sample       *Sample                 `json:"sample,omitempty"`
 	Plan         *Plan                   `json:"plan,omitempty"`
-	Joined       int64                   `json:"joined,omitempty"`
+	Joined       int64                   `json:"joined"`
 	Parts        *Parts                  `json:"parts,omitempty"`
 }
 
@@ -717,12 +717,25 @@ type ClassAttrs struct {
 	BytesSent    Attr `json:"bytes_sent"`
 }
 
-// SlowLogTotals are a digest's slow-log-only totals (zero for wire data).
-// Embedded in DigestRow, so the fields read as d.LockUS and sit inline in
-// JSON.
+// SlowLogTotals are a digest's totals that only the server knows: set
+// (0 included) when the times are the server's (a slow log, server-only
+// watch), nil for wire data, which cannot know them, so JSON leaves them
+// out rather than write an unknown as 0. Embedded in DigestRow, so the
+// fields read as d.LockUS and sit inline in JSON.
 type SlowLogTotals struct {
-	LockUS       int64 `json:"lock_us,omitempty"`
-	RowsExamined int64 `json:"rows_examined,omitempty"`
+	LockUS       *int64 `json:"lock_us,omitempty"`
+	RowsExamined *int64 `json:"rows_examined,omitempty"`
+}
+
+// Known returns the totals, 0 for unknown ones.
+func (t SlowLogTotals) Known() (lockUS, rowsExamined int64) {
+	if t.LockUS != nil {
+		lockUS = *t.LockUS
+	}
+	if t.RowsExamined != nil {
+		rowsExamined = *t.RowsExamined
+	}
+	return lockUS, rowsExamined
 }
 
 // Result summarises the profile. It may be called repeatedly (a live view)
@@ -746,9 +759,14 @@ func (p *Profile) Result() *ProfileResult {
 	if p.other != nil {
 		r.Digests = append(r.Digests, p.other.row())
 	}
-	for _, d := range r.Digests {
+	for i := range r.Digests {
+		d := &r.Digests[i]
 		r.TotalUS += d.TotalUS
 		r.Joined += d.Joined
+		if p.opts.Metric == ServerLatency { // the server's fields: known
+			lock, exam := d.Attributes.LockUS.Sum, d.Attributes.RowsExamined.Sum
+			d.SlowLogTotals = SlowLogTotals{LockUS: &lock, RowsExamined: &exam}
+		}
 	}
 	r.Classes = int64(len(r.Digests))
 	r.Notes = p.notes.list()
@@ -794,8 +812,7 @@ func (a *agg) row() DigestRow {
 		MinUS: a.minUS, AvgUS: a.avg(), StddevUS: a.stddev(),
 		P50US: a.quantile(0.50), P95US: a.quantile(0.95), P99US: a.quantile(0.99), MaxUS: a.maxUS,
 		Rows: a.rows.sum, RespBytes: a.bytes.sum, Errors: a.errors, ZeroWindowUS: a.zeroWindowUS,
-		SlowLogTotals: SlowLogTotals{LockUS: a.lock.sum, RowsExamined: a.exam.sum},
-		RowsSent:      a.rows.sum, RowsAffected: a.aff.sum, BytesSent: a.bytes.sum,
+		RowsSent: a.rows.sum, RowsAffected: a.aff.sum, BytesSent: a.bytes.sum,
 		Histogram: a.hist, Attributes: a.attrs(),
 		Databases: a.dbs.list(), Users: a.users.list(), Hosts: a.hosts.list(), ErrorsByCode: a.errs.list(),
 		FirstSeenUS: a.firstUS, LastSeenUS: a.lastUS, Joined: a.joined,

@@ -113,7 +113,8 @@ func writeLatencyTable(w *bufio.Writer, r *ProfileResult, rows []DigestRow, widt
 			count(d.Rows), respBytes(r, d), count(d.Errors),
 		}
 		if server {
-			cells = append(cells, count(d.RowsExamined), dashIfZero(d.LockUS))
+			lock, examined := d.Known()
+			cells = append(cells, count(examined), dashIfZero(lock))
 		} else {
 			cells = append(cells, dashIfZero(d.ZeroWindowUS))
 		}
