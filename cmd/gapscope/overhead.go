@@ -23,15 +23,15 @@ func init() { register(newOverheadCmd) }
 // Default configurations: a sandbox can be restarted, so performance_schema
 // off is the baseline; a user's server is compared with its defaults.
 const (
-	defaultSandboxConfigs = "ps-off,ps-default,ps-all,ps-all-timed,innodb-metrics-all,optimizer-trace,gapscope-watch"
-	defaultServerConfigs  = "ps-default,ps-all,ps-all-timed,innodb-metrics-all,optimizer-trace,gapscope-watch"
+	defaultSandboxConfigs = "ps-off,ps-default,ps-all,ps-all-runtime,innodb-metrics-all,optimizer-trace,gapscope-watch"
+	defaultServerConfigs  = "ps-default,ps-all,innodb-metrics-all,optimizer-trace,gapscope-watch"
 )
 
 type overheadFlags struct {
 	dsn, configs, driver, storePath, format, iface string
 	sandbox, consent, keepData                     bool
 	rounds, threads, tables, rows                  int
-	duration, warmup                               time.Duration
+	duration, warmup, timeLimit                    time.Duration
 	resolution                                     float64
 }
 
@@ -41,16 +41,29 @@ func newOverheadCmd() *cobra.Command {
 		Use:   "overhead (--dsn DSN | --sandbox) [--configs A,B,...]",
 		Short: "Measure what instrumentation costs: TPS under each setting, rotated rounds, ratio with a confidence interval",
 		Long: `overhead runs an OLTP read/write workload (sysbench oltp_read_write's mix) under
-each configuration in rotated rounds (A B C A B C ...), then prints for each:
-median TPS, min–max, the ratio to the first configuration (the baseline) with
-a 95% interval from the paired rounds, average and p95 latency, and whether
-the difference stands above the noise.
+each configuration in rotated rounds (A B C, C B A, A B C ...), then prints for
+each: how it was applied (startup or runtime), median TPS, min–max, the ratio
+to the first configuration (the baseline) with a 95% interval from the paired
+rounds, average and p95 latency with their intervals, and whether the
+difference stands above the noise. After --rounds rotations, rotations are
+added while a row is undecided (its interval neither excludes 1.0 nor lies
+within --resolution of it), decided rows left out, until --time-limit.
+
+Settings are measured as a DBA leaves them: ps-all, every instrument and
+consumer on, is a startup setting (instruments enabled at runtime miss the
+mutexes, rwlocks and other objects created at startup, where the cost is), so
+on a sandbox it is applied by restarting with the options, same data
+directory, then preload and warm-up; ps-all-runtime is the same set with
+UPDATE at runtime, for comparison. On a server gapscope may not restart,
+ps-all is set at runtime and its row says it understates (runtime*).
 
 Configurations:
   ps-off              performance_schema=OFF (startup option: sandbox restart)
   ps-default          performance_schema=ON, default instruments and consumers
-  ps-all              every instrument enabled, every consumer on
-  ps-all-timed        every instrument enabled and timed, every consumer on
+  ps-all              every instrument enabled and timed, every consumer on, at
+                      startup: --performance-schema-instrument='%=ON' and the
+                      consumer options (sandbox restart)
+  ps-all-runtime      the same with UPDATE setup_instruments/setup_consumers
   innodb-metrics-all  SET GLOBAL innodb_monitor_enable='all'
   optimizer-trace     SET GLOBAL optimizer_trace='enabled=on' (new sessions)
   gapscope-watch      gapscope watch running (capture + performance_schema polling)
@@ -72,8 +85,9 @@ and restored at the end, Ctrl-C included, then read back and compared.`,
 	fl.StringVar(&f.dsn, "dsn", "", "server to measure: user[:pass]@tcp(host:port)/ (password also from MYSQL_PWD)")
 	fl.BoolVar(&f.sandbox, "sandbox", false, "measure on a private MariaDB sandbox (may restart it)")
 	fl.StringVar(&f.configs, "configs", "", "comma-separated configurations, baseline first (default: "+defaultSandboxConfigs+" with --sandbox, "+defaultServerConfigs+" with --dsn)")
-	fl.IntVar(&f.rounds, "rounds", 3, "rounds per configuration")
-	fl.DurationVar(&f.duration, "duration", 20*time.Second, "measured length of each round")
+	fl.IntVar(&f.rounds, "rounds", 3, "rotations every configuration runs before undecided ones get more")
+	fl.DurationVar(&f.timeLimit, "time-limit", overhead.DefaultTimeLimit, "add rotations while a row is undecided, up to this long (0: none added)")
+	fl.DurationVar(&f.duration, "duration", 10*time.Second, "measured length of each round")
 	fl.DurationVar(&f.warmup, "warmup", 3*time.Second, "unmeasured workload after each change (0: none)")
 	fl.IntVar(&f.threads, "threads", 4, "workload connections")
 	fl.IntVar(&f.tables, "tables", 4, "workload tables")
@@ -98,8 +112,8 @@ func (f *overheadFlags) check() error {
 		return usagef("--driver must be builtin or sysbench, not %q", f.driver)
 	case f.rounds < 1 || f.threads < 1 || f.tables < 1 || f.rows < 1:
 		return usagef("--rounds, --threads, --tables and --rows must be at least 1")
-	case f.duration <= 0 || f.warmup < 0:
-		return usagef("--duration must be positive and --warmup not negative")
+	case f.duration <= 0 || f.warmup < 0 || f.timeLimit < 0:
+		return usagef("--duration must be positive, --warmup and --time-limit not negative")
 	case f.resolution <= 0 || f.resolution >= 1:
 		return usagef("--resolution must be between 0 and 1, not %v", f.resolution)
 	}
@@ -119,7 +133,11 @@ func (f *overheadFlags) options(errOut io.Writer) (overhead.Options, error) {
 	if warmup == 0 {
 		warmup = -1 // Options: 0 means the default, negative none
 	}
-	return overhead.Options{DSN: f.dsn, AllowChanges: f.consent, Configs: cs, Rounds: f.rounds, Duration: f.duration,
+	limit := f.timeLimit
+	if limit == 0 {
+		limit = -1 // Options: 0 means the default, negative none
+	}
+	return overhead.Options{DSN: f.dsn, AllowChanges: f.consent, Configs: cs, Rounds: f.rounds, TimeLimit: limit, Duration: f.duration,
 		Warmup: warmup, Driver: f.driver, KeepData: f.keepData, Resolution: f.resolution, WatchIface: f.iface,
 		Workload: workload.OLTPOptions{Tables: f.tables, TableSize: f.rows, Threads: f.threads},
 		Progress: progressPrinter(errOut)}, nil
@@ -132,6 +150,10 @@ func progressPrinter(w io.Writer) func(overhead.Progress) {
 	return func(p overhead.Progress) {
 		line := overhead.ProgressLine(p)
 		switch {
+		case p.Table != nil && tty:
+			fmt.Fprintf(w, "\r\x1b[K%s\n", line)
+		case p.Table != nil:
+			fmt.Fprintln(w, line)
 		case p.Last != nil && tty:
 			fmt.Fprintf(w, "\r\x1b[K%s\n", line)
 		case p.Last != nil:

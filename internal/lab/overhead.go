@@ -12,7 +12,7 @@ import (
 )
 
 // OverheadConfigs are what the quick lab compares, baseline first.
-const OverheadConfigs = "ps-off,ps-default,ps-all,optimizer-trace,gapscope-watch"
+const OverheadConfigs = "ps-off,ps-default,ps-all,ps-all-runtime,optimizer-trace,gapscope-watch"
 
 // OverheadServerArgs start the sandbox with performance_schema on and its
 // defaults, as most servers run (ps-off restarts it without). The buffer
@@ -23,11 +23,12 @@ var OverheadServerArgs = []string{"--performance-schema=ON",
 	"--innodb-buffer-pool-dump-at-shutdown=OFF", "--innodb-buffer-pool-load-at-startup=OFF"}
 
 // OverheadOptions tune the overhead scenario; zero values give the quick
-// version (about two minutes here).
+// version (at most three minutes here).
 type OverheadOptions struct {
 	Options
 	Configs          string        // default OverheadConfigs
-	Rounds           int           // default 3
+	Rounds           int           // default 3, then added while a row is undecided
+	TimeLimit        time.Duration // default 3 minutes (negative: no rounds added)
 	Duration, Warmup time.Duration // default 5 s and 2 s (negative warm-up: none)
 	Tables, Rows     int           // default 2 x 10,000
 	Threads          int           // default 4
@@ -45,6 +46,9 @@ func (o *OverheadOptions) defaults() {
 	}
 	if o.Warmup == 0 {
 		o.Warmup = 2 * time.Second
+	}
+	if o.TimeLimit == 0 {
+		o.TimeLimit = 3 * time.Minute
 	}
 }
 
@@ -85,13 +89,13 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error) {
 		return nil, err
 	}
 	defer inst.Stop()
-	o.step(&r.Result, "OLTP read/write (%s), %d tables x %d rows, %d threads: %d rounds of %s per setting, rotated",
-		driverName(o.Driver), o.Tables, o.Rows, o.Threads, o.Rounds, o.Duration)
+	o.step(&r.Result, "OLTP read/write (%s), %d tables x %d rows, %d threads: %d rounds of %s per setting, rotated, then more while a setting is undecided (up to %s)",
+		driverName(o.Driver), o.Tables, o.Rows, o.Threads, o.Rounds, o.Duration, o.TimeLimit)
 	res, err := overhead.Run(ctx, overhead.Options{DSN: inst.DSN(""), Sandbox: inst, SandboxArgs: args, Configs: cs,
-		Rounds: o.Rounds, Duration: o.Duration, Warmup: o.Warmup, Driver: o.Driver, WatchIface: "lo",
+		Rounds: o.Rounds, TimeLimit: o.TimeLimit, Duration: o.Duration, Warmup: o.Warmup, Driver: o.Driver, WatchIface: "lo",
 		Workload: workload.OLTPOptions{Tables: o.Tables, TableSize: o.Rows, Threads: o.Threads},
 		Progress: func(p overhead.Progress) {
-			if p.Last != nil {
+			if p.Last != nil || p.Table != nil {
 				o.step(&r.Result, "%s", overhead.ProgressLine(p))
 			}
 		}})
@@ -122,8 +126,8 @@ func (r *OverheadResult) fill(res *overhead.Result) {
 			r.Seen = append(r.Seen, fmt.Sprintf("%s (baseline): median %.0f TPS (%.0f–%.0f)", row.Config, row.TPS, row.TPSMin, row.TPSMax))
 			continue
 		}
-		r.Seen = append(r.Seen, fmt.Sprintf("%s: median %.0f TPS, x%.3f [x%.3f–x%.3f] over %d pairs; above noise: %s",
-			row.Config, row.TPS, row.Ratio, row.RatioLow, row.RatioHigh, row.Pairs, row.AboveNoise))
+		r.Seen = append(r.Seen, fmt.Sprintf("%s (applied at %s): median %.0f TPS, x%.3f [x%.3f–x%.3f] over %d pairs; above noise: %s",
+			row.Config, row.Applied, row.TPS, row.Ratio, row.RatioLow, row.RatioHigh, row.Pairs, row.AboveNoise))
 	}
 	r.Seen = append(r.Seen, res.Notes...)
 }

@@ -11,18 +11,24 @@ import (
 	"github.com/gapscope/gapscope/internal/overhead"
 )
 
-// TestOverheadLab runs `lab overhead` with tiny rounds and checks the
-// shape of what users get: one table row per setting in order, every round
-// paired, a verdict for each, findings only for costs above noise, the
-// watch really watching, and the settings restored. Throughput numbers are
-// not asserted: they belong to benchmarks, not tests.
+// TestOverheadLab runs `lab overhead` as users get it, a little shorter,
+// and checks the two costs the overhead case is about: every instrument
+// and consumer on, set at startup as in my.cnf (ps-all), and
+// optimizer_trace both stand above the noise as INSTRUMENTATION_COST, with
+// the runtime form of ps-all in the table beside the startup one. Beyond
+// that, the shape: one row per setting in order with how it was applied,
+// every rotation led or closed by the baseline, rows paired, findings only
+// for costs above noise, the watch really watching, settings restored.
 func TestOverheadLab(t *testing.T) {
 	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := Overhead(ctx, OverheadOptions{Rounds: 2, Duration: time.Second, Warmup: -1, Tables: 1, Rows: 1000, Threads: 2})
+	res, err := Overhead(ctx, OverheadOptions{Duration: 4 * time.Second, Warmup: time.Second, TimeLimit: 150 * time.Second})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range res.Seen {
+		t.Log(s)
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -45,12 +51,30 @@ func TestOverheadLab(t *testing.T) {
 		t.Fatalf("lab fields: %s", b)
 	}
 	checkTable(t, out.Table, names)
-	checkRotation(t, out.Rounds, names, 2)
+	checkRotation(t, out.Rounds, names)
 	checkCostFindings(t, res)
+	for _, want := range []string{"ps-all", "optimizer-trace"} {
+		if !hasCost(res, want) {
+			t.Errorf("no INSTRUMENTATION_COST for %s: %+v", want, rowOf(res.Table, want))
+		}
+	}
 	if res.Overhead.WatchStatements == 0 {
 		t.Errorf("gapscope-watch rounds saw no statements: the watch did not watch (notes %v)", res.Overhead.Notes)
 	}
 }
+
+func hasCost(res *OverheadResult, config string) bool {
+	for _, f := range res.Findings {
+		if f.Code == "INSTRUMENTATION_COST" && f.Evidence["config"] == config {
+			return true
+		}
+	}
+	return false
+}
+
+// wantApplied is how the lab applies each setting.
+var wantApplied = map[string]string{"ps-off": "startup", "ps-default": "startup", "ps-all": "startup",
+	"ps-all-runtime": "runtime", "optimizer-trace": "runtime", "gapscope-watch": "runtime"}
 
 func checkTable(t *testing.T, table []overhead.Row, names []string) {
 	t.Helper()
@@ -59,7 +83,8 @@ func checkTable(t *testing.T, table []overhead.Row, names []string) {
 	}
 	verdicts := []string{overhead.VerdictYes, overhead.VerdictNo, overhead.VerdictUnknown}
 	for i, r := range table {
-		if r.Config != names[i] || r.Rounds != 2 || r.TPS <= 0 || r.TPSMin > r.TPS || r.TPS > r.TPSMax || r.LatP95MS <= 0 {
+		if r.Config != names[i] || r.Rounds < 3 || r.TPS <= 0 || r.TPSMin > r.TPS || r.TPS > r.TPSMax || r.LatP95MS <= 0 ||
+			r.Applied != wantApplied[r.Config] || r.Understates {
 			t.Errorf("row %d: %+v", i, r)
 		}
 		if i == 0 {
@@ -68,21 +93,35 @@ func checkTable(t *testing.T, table []overhead.Row, names []string) {
 			}
 			continue
 		}
-		if r.Pairs != 2 || !(r.RatioLow <= r.Ratio && r.Ratio <= r.RatioHigh) || r.RatioLow <= 0 || !slices.Contains(verdicts, r.AboveNoise) {
-			t.Errorf("row %s: pairs %d, x%.3f [%.3f, %.3f], verdict %q", r.Config, r.Pairs, r.Ratio, r.RatioLow, r.RatioHigh, r.AboveNoise)
+		if r.Pairs != r.Rounds || !(r.RatioLow <= r.Ratio && r.Ratio <= r.RatioHigh) || r.RatioLow <= 0 || !slices.Contains(verdicts, r.AboveNoise) ||
+			!(r.LatAvgLowMS > 0 && r.LatAvgLowMS <= r.LatAvgHighMS && r.LatP95LowMS > 0 && r.LatP95LowMS <= r.LatP95HighMS) {
+			t.Errorf("row %s: pairs %d of %d rounds, x%.3f [%.3f, %.3f], verdict %q, latency intervals %+v", r.Config, r.Pairs, r.Rounds, r.Ratio, r.RatioLow, r.RatioHigh, r.AboveNoise, r)
 		}
 	}
 }
 
-// checkRotation: rounds ran A B C ... A B C ..., each with its position.
-func checkRotation(t *testing.T, rounds []overhead.Round, names []string, n int) {
+// checkRotation: every rotation runs the baseline and its settings in the
+// configured order, or reversed; the first three run every setting.
+func checkRotation(t *testing.T, rounds []overhead.Round, names []string) {
 	t.Helper()
-	if len(rounds) != n*len(names) {
-		t.Fatalf("%d rounds, want %d", len(rounds), n*len(names))
+	byRotation := map[int][]overhead.Round{}
+	for _, r := range rounds {
+		byRotation[r.Index] = append(byRotation[r.Index], r)
+		if names[r.Position] != r.Config {
+			t.Errorf("round %+v: position %d is %s", r, r.Position, names[r.Position])
+		}
 	}
-	for i, r := range rounds {
-		if r.Config != names[i%len(names)] || r.Position != i%len(names) || r.Index != i/len(names) {
-			t.Errorf("round %d = %s (position %d, rotation %d): out of rotation", i, r.Config, r.Position, r.Index)
+	for i := range len(byRotation) {
+		rs := byRotation[i]
+		pos := make([]int, len(rs))
+		for j, r := range rs {
+			pos[j] = r.Position
+		}
+		if i%2 == 1 {
+			slices.Reverse(pos)
+		}
+		if !slices.IsSorted(pos) || len(pos) == 0 || pos[0] != 0 || (i < 3 && len(pos) != len(names)) {
+			t.Errorf("rotation %d ran positions %v", i, pos)
 		}
 	}
 }

@@ -33,6 +33,15 @@ type Config struct {
 	// PerfSchema is the startup state it needs; a server in another state
 	// must be restarted (only sandboxes are).
 	PerfSchema PerfSchema
+	// Startup, when set, are the server options that put this setting in
+	// place as a DBA leaves it in my.cnf. Some settings only take full
+	// effect at startup: instruments enabled at runtime do not reach the
+	// mutexes, rwlocks and other objects the server created when it
+	// started, which is where most of "everything on" costs. A sandbox is
+	// restarted with these options (same data directory, preload and
+	// warm-up after the start); on a server gapscope may not restart, Apply
+	// sets the same at runtime and the row says it understates.
+	Startup []string
 	// Changes reports whether Apply changes server settings (a server
 	// that is not a sandbox needs the user's consent).
 	Changes bool
@@ -51,9 +60,11 @@ func Configs() []Config {
 	return []Config{
 		{Name: "ps-off", Summary: "performance_schema=OFF (startup option: restart)", PerfSchema: PSOff, Apply: noop, Restore: noop},
 		{Name: "ps-default", Summary: "performance_schema=ON with its default instruments and consumers", PerfSchema: PSOn, Apply: noop, Restore: noop},
-		{Name: "ps-all", Summary: "every setup_instruments row ENABLED (TIMED as it was) and every setup_consumers row on", PerfSchema: PSOn, Changes: true,
-			Apply: func(ctx context.Context, s *session) error { return psAll(ctx, s, false) }, Restore: restorePS},
-		{Name: "ps-all-timed", Summary: "every setup_instruments row ENABLED and TIMED, every setup_consumers row on", PerfSchema: PSOn, Changes: true,
+		{Name: "ps-all", Summary: "every instrument enabled and timed, every consumer on, as set in my.cnf: " + strings.Join(PSAllStartup, " ") +
+			" (sandbox restart; at runtime where restarts are not allowed)", PerfSchema: PSOn, Startup: PSAllStartup, Changes: true,
+			Apply: func(ctx context.Context, s *session) error { return psAll(ctx, s, true) }, Restore: restorePS},
+		{Name: "ps-all-runtime", Summary: "the same turned on at runtime: UPDATE setup_instruments SET ENABLED='YES', TIMED='YES' and every setup_consumers row on " +
+			"(objects the server created at startup stay uninstrumented)", PerfSchema: PSOn, Changes: true,
 			Apply: func(ctx context.Context, s *session) error { return psAll(ctx, s, true) }, Restore: restorePS},
 		{Name: "innodb-metrics-all", Summary: "SET GLOBAL innodb_monitor_enable='all'", Changes: true, Apply: innodbMetricsAll,
 			Restore: func(ctx context.Context, s *session) error {
@@ -64,6 +75,23 @@ func Configs() []Config {
 		{Name: "gapscope-watch", Summary: "gapscope watch running in-process: capture on the wire + performance_schema polling (enables the statement consumers it needs)",
 			PerfSchema: PSOn, Changes: true, Apply: startWatch, Restore: stopWatch},
 	}
+}
+
+// PSAllStartup are the options that start a server with every instrument
+// enabled and timed and every consumer on.
+var PSAllStartup = append([]string{"--performance-schema-instrument=%=ON"}, consumerOptions(
+	"events-stages-current", "events-stages-history", "events-stages-history-long",
+	"events-statements-current", "events-statements-history", "events-statements-history-long",
+	"events-transactions-current", "events-transactions-history", "events-transactions-history-long",
+	"events-waits-current", "events-waits-history", "events-waits-history-long",
+	"global-instrumentation", "thread-instrumentation", "statements-digest")...)
+
+func consumerOptions(names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "--performance-schema-consumer-" + n + "=ON"
+	}
+	return out
 }
 
 // ParseConfigs returns the configs named in a comma-separated list, in

@@ -10,8 +10,8 @@ import (
 // fixes say what to do about each measured cost.
 var fixes = map[string]string{
 	"ps-default":         "performance_schema's defaults cost this much here; keep it on unless the interval is far below 1 (it is what gapscope and most tools read)",
-	"ps-all":             "enable instruments and consumers per investigation, not all at once: keep statement instruments and events_statements_history_long, switch wait/synch/% and events_waits_% off",
-	"ps-all-timed":       "enable and time instruments per investigation, not all at once: wait/synch/% timing is the costly class",
+	"ps-all":             "do not put performance-schema-instrument='%=ON' and every consumer in my.cnf: keep statement instruments and events_statements_history_long, leave wait/synch/% and events_waits_% off, and enable more per investigation",
+	"ps-all-runtime":     "enable instruments and consumers per investigation, not all at once; and know that enabling them at runtime understates what the same setting costs in my.cnf (the ps-all row, applied at startup)",
 	"innodb-metrics-all": "SET GLOBAL innodb_monitor_disable='all', then enable the counters you read (innodb_monitor_enable takes a name, module_ or pattern)",
 	"optimizer-trace":    "SET GLOBAL optimizer_trace='enabled=off'; trace only the session under study (SET SESSION optimizer_trace='enabled=on')",
 	"gapscope-watch":     "run gapscope watch for bounded windows (--duration), or server-side only (--no-capture), on a server this busy",

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +43,16 @@ type Options struct {
 	AllowChanges bool
 	// Configs in rotation order; the first is the baseline.
 	Configs []Config
-	// Rounds per configuration (default 3); Duration of each measured
-	// round (default 20 s); Warmup runs the workload unmeasured after each
+	// Rounds is the rotations every configuration runs (default 3).
+	// Rotations are then added while a row is undecided (its interval
+	// neither excludes 1.0 nor lies within Resolution of it), with the
+	// decided rows left out, as long as the next rotation fits in
+	// TimeLimit (measured from the first round; default 5 minutes,
+	// negative: no rotations added). Duration of each measured round
+	// (default 20 s); Warmup runs the workload unmeasured after each
 	// change (default 3 s, negative: none).
 	Rounds           int
+	TimeLimit        time.Duration
 	Duration, Warmup time.Duration
 	// Workload shapes the OLTP load (Tables, TableSize, Threads; Schema
 	// defaults to DefaultSchema). Duration and Events are set per round.
@@ -72,6 +79,9 @@ func (o Options) withDefaults() Options {
 	if o.Duration <= 0 {
 		o.Duration = 20 * time.Second
 	}
+	if o.TimeLimit == 0 {
+		o.TimeLimit = DefaultTimeLimit
+	}
 	if o.Warmup == 0 {
 		o.Warmup = 3 * time.Second
 	}
@@ -92,28 +102,41 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// DefaultTimeLimit bounds the rotations added to decide every row.
+const DefaultTimeLimit = 5 * time.Minute
+
 // Progress describes where a run is.
 type Progress struct {
-	Step, Steps   int // rounds done, rounds in all
-	Round, Rounds int // current rotation (1-based)
+	Step  int // rounds done
+	Round int // current rotation (1-based)
+	// Rounds is the rotations every configuration runs; more are added
+	// while a row is undecided, until Limit.
+	Rounds        int
 	Config        string
 	Elapsed, Left time.Duration
+	Limit         time.Duration
 	// Last is the round just finished (nil when one is starting).
 	Last *Round
+	// Table, set after a rotation, is the table so far.
+	Table []Row
 }
 
 // Result is a run's outcome: every round, the table, and what happened.
 type Result struct {
-	Server     string        `json:"server"`
-	Sandbox    bool          `json:"sandbox"`
-	Driver     string        `json:"driver"`
-	Configs    []string      `json:"configs"`
-	Baseline   string        `json:"baseline"`
-	Threads    int           `json:"threads"`
-	Tables     int           `json:"tables"`
-	TableSize  int           `json:"table_size"`
-	Duration   time.Duration `json:"round_ns"`
-	Warmup     time.Duration `json:"warmup_ns"`
+	Server    string        `json:"server"`
+	Sandbox   bool          `json:"sandbox"`
+	Driver    string        `json:"driver"`
+	Configs   []string      `json:"configs"`
+	Baseline  string        `json:"baseline"`
+	Threads   int           `json:"threads"`
+	Tables    int           `json:"tables"`
+	TableSize int           `json:"table_size"`
+	Duration  time.Duration `json:"round_ns"`
+	Warmup    time.Duration `json:"warmup_ns"`
+	// MinRounds every configuration ran; rotations were added while a row
+	// was undecided, up to TimeLimit.
+	MinRounds  int           `json:"min_rounds"`
+	TimeLimit  time.Duration `json:"time_limit_ns"`
 	Rounds     []Round       `json:"rounds"`
 	Table      []Row         `json:"table"`
 	Method     string        `json:"method"`
@@ -142,9 +165,12 @@ type session struct {
 	// psUnsure: a restart was interrupted; the server may be in either
 	// state, or down.
 	psUnsure bool
-	watch    *watchRun
-	active   *Config
-	notes    []string
+	// extra are the startup options the sandbox runs with beyond its
+	// own (a configuration's Startup).
+	extra  []string
+	watch  *watchRun
+	active *Config
+	notes  []string
 	// What the watch engine saw over all gapscope-watch rounds.
 	watchWire, watchJoined, watchDropped int64
 }
@@ -227,6 +253,11 @@ func (s *session) checkAllowed() error {
 	}
 	var changing []string
 	for _, c := range s.opts.Configs {
+		if len(c.Startup) > 0 {
+			s.note("%s: applied at runtime, so this row understates: gapscope restarts only its own sandboxes, and settings enabled at runtime miss "+
+				"the mutexes, rwlocks and other objects the server created at startup, where most of the cost is; a server started with %s pays more "+
+				"(gapscope overhead --sandbox measures both)", c.Name, strings.Join(c.Startup, " "))
+		}
 		if c.NeedsRestart(s.psOn) {
 			return fmt.Errorf("%w: %s needs performance_schema=%s, a startup option; gapscope restarts only its own sandboxes (use --sandbox), "+
 				"or restart this server yourself and leave %s out", ErrNeedsRestart, c.Name, onOff(!s.psOn), c.Name)
@@ -254,7 +285,7 @@ func (s *session) newResult() *Result {
 	w := o.Workload
 	return &Result{Server: collect.RedactDSN(o.DSN), Sandbox: o.Sandbox != nil, Driver: o.Driver, Configs: Names(o.Configs),
 		Baseline: o.Configs[0].Name, Threads: w.Threads, Tables: w.Tables, TableSize: w.TableSize,
-		Duration: o.Duration, Warmup: max(o.Warmup, 0), Method: Method, Resolution: o.Resolution}
+		Duration: o.Duration, Warmup: max(o.Warmup, 0), Method: Method, Resolution: o.Resolution, MinRounds: o.Rounds, TimeLimit: max(o.TimeLimit, 0)}
 }
 
 // prepare fills the workload's tables once for all rounds.
@@ -274,34 +305,83 @@ func (s *session) prepare(ctx context.Context) error {
 	return workload.OLTPPrepare(ctx, s.dsn, w)
 }
 
-// rotate runs the rounds A B C A B C ...: each rotation compares the
-// configurations under nearly the same conditions, which cancels drift
-// (caches warming, other load on the machine) out of the paired ratios.
+// rotate runs the rounds A B C, then C B A, A B C ...: each rotation
+// compares the configurations under nearly the same conditions, which
+// cancels drift (caches warming, other load on the machine) out of the
+// paired ratios, and reversing the order every other rotation cancels the
+// drift within one. After Rounds rotations, rows already decided are left
+// out and rotations are added while any is undecided and the next fits in
+// the time limit.
 func (s *session) rotate(ctx context.Context, res *Result, started time.Time) error {
-	steps := s.opts.Rounds * len(s.opts.Configs)
-	for r := range s.opts.Rounds {
-		for i, c := range s.opts.Configs {
-			p := Progress{Step: r*len(s.opts.Configs) + i, Steps: steps, Round: r + 1, Rounds: s.opts.Rounds, Config: c.Name}
+	names := Names(s.opts.Configs)
+	active := make([]int, len(names))
+	for i := range active {
+		active[i] = i
+	}
+	took := make([]time.Duration, len(names)) // each configuration's last round, restart included
+	step := 0
+	for r := 0; ; r++ {
+		if r >= s.opts.Rounds {
+			active = undecided(Summarize(res.Rounds, names, s.opts.Resolution), active)
+			if len(active) < 2 || s.opts.TimeLimit < 0 || time.Since(started)+rotationTime(took, active) > s.opts.TimeLimit {
+				return nil
+			}
+		}
+		order := slices.Clone(active)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			c := s.opts.Configs[i]
+			p := Progress{Step: step, Round: r + 1, Rounds: s.opts.Rounds, Config: c.Name, Limit: s.opts.TimeLimit}
 			s.report(p, started)
+			t0 := time.Now()
 			round, err := s.round(ctx, r, i, c)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, c.Name, err)
 			}
+			took[i] = time.Since(t0)
 			res.Rounds = append(res.Rounds, round)
 			if s.opts.OnRound != nil {
 				if err := s.opts.OnRound(round); err != nil {
 					return err
 				}
 			}
-			p.Step++
-			p.Last = &round
+			step++
+			p.Step, p.Last = step, &round
 			s.report(p, started)
 		}
+		if r+1 >= 2 {
+			s.report(Progress{Step: step, Round: r + 1, Rounds: s.opts.Rounds, Limit: s.opts.TimeLimit,
+				Table: Summarize(res.Rounds, names, s.opts.Resolution)}, started)
+		}
 	}
-	return nil
 }
 
-// report estimates the time left from the steps done so far.
+// undecided keeps the baseline (index 0) and the rows of active whose
+// verdict is still unknown.
+func undecided(table []Row, active []int) []int {
+	out := []int{0}
+	for _, i := range active {
+		if i > 0 && table[i].AboveNoise == VerdictUnknown {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// rotationTime estimates a rotation of the active configurations from
+// their last rounds.
+func rotationTime(took []time.Duration, active []int) time.Duration {
+	var d time.Duration
+	for _, i := range active {
+		d += took[i]
+	}
+	return d
+}
+
+// report fills the times: elapsed, and what is left of the time limit (of
+// the rounds every configuration runs when those take longer).
 func (s *session) report(p Progress, started time.Time) {
 	if s.opts.Progress == nil {
 		return
@@ -311,18 +391,32 @@ func (s *session) report(p Progress, started time.Time) {
 	if p.Step > 0 {
 		per = p.Elapsed / time.Duration(p.Step)
 	}
-	p.Left = per * time.Duration(p.Steps-p.Step)
+	p.Left = per * time.Duration(s.opts.Rounds*len(s.opts.Configs)-p.Step)
+	if s.opts.TimeLimit > 0 {
+		p.Left = max(p.Left, s.opts.TimeLimit-p.Elapsed)
+	}
 	s.opts.Progress(p)
 }
 
 // round applies c, warms up, measures, and restores.
 func (s *session) round(ctx context.Context, index, pos int, c Config) (Round, error) {
-	if err := s.ensurePerfSchema(ctx, c); err != nil {
+	startup := len(c.Startup) > 0 && s.opts.Sandbox != nil
+	var extra []string
+	if startup {
+		extra = c.Startup
+	}
+	if err := s.ensureServer(ctx, c, extra); err != nil {
 		return Round{}, err
 	}
-	s.active = &c // before Apply: a half-applied config is restored too
-	if err := c.Apply(ctx, s); err != nil {
-		return Round{}, err
+	applied := AppliedRuntime
+	if startup || c.PerfSchema != PSAny && !c.Changes {
+		applied = AppliedStartup
+	}
+	if !startup {
+		s.active = &c // before Apply: a half-applied config is restored too
+		if err := c.Apply(ctx, s); err != nil {
+			return Round{}, err
+		}
 	}
 	if s.opts.Warmup > 0 {
 		if _, err := s.workload(ctx, s.opts.Warmup); err != nil {
@@ -334,12 +428,15 @@ func (s *session) round(ctx context.Context, index, pos int, c Config) (Round, e
 	if err != nil {
 		return Round{}, err
 	}
-	if err := c.Restore(ctx, s); err != nil {
-		return Round{}, err
+	if !startup {
+		if err := c.Restore(ctx, s); err != nil {
+			return Round{}, err
+		}
+		s.active = nil
 	}
-	s.active = nil
 	return Round{Config: c.Name, Position: pos, Index: index, StartUS: start.UnixMicro(), TPS: m.TPS, QPS: m.QPS,
-		LatAvg: m.Latency.Avg, LatP95: m.Latency.P95, Errors: m.Errors}, nil
+		LatAvg: m.Latency.Avg, LatP95: m.Latency.P95, Errors: m.Errors,
+		Applied: applied, Understates: len(c.Startup) > 0 && !startup}, nil
 }
 
 // workload runs the OLTP load for d on fresh connections (settings such as
@@ -354,10 +451,11 @@ func (s *session) workload(ctx context.Context, d time.Duration) (workload.OLTPR
 	return workload.OLTP(ctx, s.dsn, w)
 }
 
-// ensurePerfSchema restarts the sandbox when c needs the other
-// performance_schema state; configs that do not care run in the server's
-// original state, so they are compared on equal terms.
-func (s *session) ensurePerfSchema(ctx context.Context, c Config) error {
+// ensureServer restarts the sandbox when c needs the other
+// performance_schema state or other startup options (extra) than it runs
+// with; configs that do not care run in the server's original state, so
+// they are compared on equal terms.
+func (s *session) ensureServer(ctx context.Context, c Config, extra []string) error {
 	want := s.orig.PerfSchema
 	switch c.PerfSchema {
 	case PSOn:
@@ -365,10 +463,10 @@ func (s *session) ensurePerfSchema(ctx context.Context, c Config) error {
 	case PSOff:
 		want = false
 	}
-	if want == s.psOn {
+	if want == s.psOn && slices.Equal(extra, s.extra) {
 		return nil
 	}
-	if err := s.restart(ctx, want); err != nil {
+	if err := s.restart(ctx, want, extra); err != nil {
 		return err
 	}
 	return s.preload(ctx)
@@ -394,7 +492,9 @@ func (s *session) preload(ctx context.Context) error {
 	return nil
 }
 
-func (s *session) restart(ctx context.Context, psOn bool) error {
+// restart starts the sandbox again on the same data directory with its
+// own options, performance_schema as psOn, and extra.
+func (s *session) restart(ctx context.Context, psOn bool, extra []string) error {
 	inst := s.opts.Sandbox
 	if inst == nil {
 		return fmt.Errorf("%w: performance_schema=%s", ErrNeedsRestart, onOff(psOn))
@@ -405,12 +505,12 @@ func (s *session) restart(ctx context.Context, psOn bool) error {
 			args = append(args, a)
 		}
 	}
-	args = append(args, "--performance-schema="+onOff(psOn))
+	args = append(append(args, "--performance-schema="+onOff(psOn)), extra...)
 	s.psUnsure = true
 	if err := inst.Restart(ctx, sandbox.Options{ServerArgs: args}); err != nil {
-		return fmt.Errorf("restarting the sandbox with performance_schema=%s: %w", onOff(psOn), err)
+		return fmt.Errorf("restarting the sandbox with performance_schema=%s %s: %w", onOff(psOn), strings.Join(extra, " "), err)
 	}
-	s.psOn, s.psUnsure = psOn, false
+	s.psOn, s.psUnsure, s.extra = psOn, false, extra
 	if err := s.reconnect(ctx); err != nil {
 		return err
 	}
@@ -440,7 +540,7 @@ func isPSOption(a string) bool {
 // no original instrument settings; after its first restart with it on, the
 // startup defaults are the state to restore to.
 func (s *session) learnPSDefaults(ctx context.Context) error {
-	if !s.psOn || s.orig.Instruments != nil {
+	if !s.psOn || s.orig.Instruments != nil || len(s.extra) > 0 {
 		return nil
 	}
 	now, err := ReadSettings(ctx, s.db)
@@ -466,8 +566,8 @@ func (s *session) cleanup(ctx context.Context, res *Result) error {
 		errs = append(errs, s.active.Restore(cctx, s))
 		s.active = nil
 	}
-	if s.psUnsure || s.psOn != s.orig.PerfSchema {
-		errs = append(errs, s.restart(cctx, s.orig.PerfSchema))
+	if s.psUnsure || s.psOn != s.orig.PerfSchema || len(s.extra) > 0 {
+		errs = append(errs, s.restart(cctx, s.orig.PerfSchema, nil))
 	}
 	if !s.opts.SkipPrepare && !s.opts.KeepData {
 		errs = append(errs, workload.OLTPCleanup(cctx, s.dsn, s.opts.Workload))

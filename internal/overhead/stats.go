@@ -20,7 +20,20 @@ type Round struct {
 	LatAvg  time.Duration `json:"lat_avg_ns"`
 	LatP95  time.Duration `json:"lat_p95_ns"`
 	Errors  int64         `json:"errors"`
+	// Applied is AppliedStartup when the setting was in place from the
+	// server's start (options of a sandbox restart, or performance_schema
+	// itself), AppliedRuntime when set on the running server. Understates
+	// marks a setting that takes full effect only at startup but could
+	// only be applied at runtime (a server gapscope may not restart).
+	Applied     string `json:"applied,omitempty"`
+	Understates bool   `json:"understates,omitempty"`
 }
+
+// How a round's setting was put in place (Round.Applied).
+const (
+	AppliedStartup = "startup"
+	AppliedRuntime = "runtime"
+)
 
 // Verdicts of Row.AboveNoise.
 const (
@@ -49,12 +62,22 @@ type Row struct {
 	Pairs     int     `json:"pairs"`
 	// AboveNoise is one of the Verdict constants.
 	AboveNoise string `json:"above_noise"`
+	// Applied and Understates are the rounds' (Round.Applied).
+	Applied     string `json:"applied,omitempty"`
+	Understates bool   `json:"understates,omitempty"`
+	// LatAvgLowMS..LatP95HighMS are the 95% intervals of the paired
+	// latency ratios applied to the baseline's medians (0 when fewer than
+	// two pairs); the baseline row has none.
+	LatAvgLowMS  float64 `json:"lat_avg_low_ms,omitempty"`
+	LatAvgHighMS float64 `json:"lat_avg_high_ms,omitempty"`
+	LatP95LowMS  float64 `json:"lat_p95_low_ms,omitempty"`
+	LatP95HighMS float64 `json:"lat_p95_high_ms,omitempty"`
 }
 
 // Method says how Summarize computes the interval, for output beside it.
 const Method = "paired rounds: ratio TPS(config)/TPS(baseline) per rotation; 95% Student t-interval on the mean log ratio " +
 	"(geometric mean ratio, exp(mean ± t·sd/√n)); above noise when the interval excludes 1.0, 'no' when it lies within " +
-	"±resolution of 1.0, else noise too high to tell"
+	"±resolution of 1.0, else noise too high to tell; rotations are added (decided rows left out) while a row is undecided, up to the time limit"
 
 // DefaultResolution is the smallest change worth telling apart (5%): an
 // interval around 1.0 narrower than this says "no"; a wider one cannot
@@ -76,10 +99,14 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 			r.Ratio, r.RatioLow, r.RatioHigh, r.AboveNoise = 1, 1, 1, VerdictBaseline
 			r.Pairs = len(mine)
 		} else {
-			ratios := pairedRatios(roundsOf(rounds, configs[0]), mine)
+			base := roundsOf(rounds, configs[0])
+			ratios := pairedRatios(base, mine, func(x Round) float64 { return x.TPS })
 			r.Pairs = len(ratios)
 			r.Ratio, r.RatioLow, r.RatioHigh = RatioInterval(ratios)
 			r.AboveNoise = Verdict(r.RatioLow, r.RatioHigh, len(ratios), resolution)
+			b := describe(configs[0], base)
+			r.LatAvgLowMS, r.LatAvgHighMS = latencyInterval(base, mine, b.LatAvgMS, func(x Round) float64 { return ms(x.LatAvg) })
+			r.LatP95LowMS, r.LatP95HighMS = latencyInterval(base, mine, b.LatP95MS, func(x Round) float64 { return ms(x.LatP95) })
 		}
 		rows = append(rows, r)
 	}
@@ -109,19 +136,28 @@ func describe(name string, rs []Round) Row {
 	}
 	r.TPS, r.QPS, r.LatAvgMS, r.LatP95MS = median(tps), median(qps), median(avg), median(p95)
 	r.TPSMin, r.TPSMax = slices.Min(tps), slices.Max(tps)
+	r.Applied, r.Understates = rs[0].Applied, rs[0].Understates
 	return r
+}
+
+// latencyInterval is the 95% interval of a latency: the paired ratios'
+// interval applied to the baseline's median.
+func latencyInterval(base, cfg []Round, baseMedian float64, f func(Round) float64) (low, high float64) {
+	_, lo, hi := RatioInterval(pairedRatios(base, cfg, f))
+	return lo * baseMedian, hi * baseMedian
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// pairedRatios divides each config round by the baseline round of the same
-// rotation; a rotation missing either (an interrupted run) is skipped.
-func pairedRatios(base, cfg []Round) []float64 {
+// pairedRatios divides f of each config round by f of the baseline round
+// of the same rotation; a rotation missing either (an interrupted run, or a
+// row decided before it) is skipped.
+func pairedRatios(base, cfg []Round, f func(Round) float64) []float64 {
 	var out []float64
 	for _, c := range cfg {
 		for _, b := range base {
-			if b.Index == c.Index && b.TPS > 0 && c.TPS > 0 {
-				out = append(out, c.TPS/b.TPS)
+			if b.Index == c.Index && f(b) > 0 && f(c) > 0 {
+				out = append(out, f(c)/f(b))
 				break
 			}
 		}

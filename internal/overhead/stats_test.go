@@ -149,7 +149,7 @@ func TestSummarizeNoisyAndMissingRounds(t *testing.T) {
 }
 
 func TestParseConfigs(t *testing.T) {
-	cs, err := ParseConfigs("ps-off, ps-default,ps-all,ps-all-timed,innodb-metrics-all,optimizer-trace,gapscope-watch")
+	cs, err := ParseConfigs("ps-off, ps-default,ps-all,ps-all-runtime,innodb-metrics-all,optimizer-trace,gapscope-watch")
 	if err != nil || len(cs) != 7 || cs[0].Name != "ps-off" {
 		t.Fatalf("ParseConfigs: %v %v", Names(cs), err)
 	}
@@ -190,7 +190,7 @@ func TestSettingsDiff(t *testing.T) {
 }
 
 func TestFindingsOnlyForCostsAboveNoise(t *testing.T) {
-	names := []string{"ps-off", "ps-default", "ps-all", "ps-all-timed"}
+	names := []string{"ps-off", "ps-default", "ps-all", "ps-all-runtime"}
 	tps := [][]float64{
 		{2000, 1800, 1600},
 		{1980, 1830, 1570}, // noise

@@ -9,19 +9,26 @@ import (
 
 // WriteText prints the overhead case's table with the run's conditions and method.
 func (res *Result) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "\n%s OLTP read/write, %d tables x %d rows, %d threads; %d rounds of %s per setting (warm-up %s), rotated\n",
-		res.Driver, res.Tables, res.TableSize, res.Threads, roundsPer(res), res.Duration, res.Warmup)
+	fmt.Fprintf(w, "\n%s OLTP read/write, %d tables x %d rows, %d threads; rounds of %s (warm-up %s), %s per setting, rotated, reversed every other rotation\n",
+		res.Driver, res.Tables, res.TableSize, res.Threads, res.Duration, res.Warmup, roundsRange(res))
 	fmt.Fprintf(w, "server %s%s\n\n", res.Server, map[bool]string{true: " (gapscope sandbox)", false: ""}[res.Sandbox])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "config\tTPS median\tmin–max\tratio\t95% interval\tavg ms\tp95 ms\tabove noise\t")
+	fmt.Fprintln(tw, "config\tapplied\tTPS median\tmin–max\tratio\t95% interval\tavg ms\t95% interval\tp95 ms\t95% interval\tabove noise\t")
 	for _, r := range res.Table {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f–%.0f\t%s\t%s\t%.2f\t%.2f\t%s\t\n", r.Config, r.TPS, r.TPSMin, r.TPSMax,
-			ratio(r), interval(r), r.LatAvgMS, r.LatP95MS, r.AboveNoise)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f–%.0f\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t\n", r.Config, applied(r), r.TPS, r.TPSMin, r.TPSMax,
+			ratio(r), interval(r), r.LatAvgMS, msInterval(r, r.LatAvgLowMS, r.LatAvgHighMS), r.LatP95MS, msInterval(r, r.LatP95LowMS, r.LatP95HighMS), r.AboveNoise)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nratio: to %s, paired by rotation; %s\n", res.Baseline, Method)
+	fmt.Fprintf(w, "\napplied: startup = in place from the server's start (sandbox restarted with the options, same data directory, preload and warm-up); "+
+		"runtime = set on the running server; runtime* = a startup setting that could only be set at runtime here: it understates\n")
+	fmt.Fprintf(w, "ratio: to %s, paired by rotation; %s\n", res.Baseline, Method)
+	for _, r := range res.Table {
+		if r.AboveNoise == VerdictUnknown && r.Pairs >= 2 {
+			fmt.Fprintf(w, "undecided: %s after %d pairs (interval x%.3f–x%.3f), the time limit %s reached\n", r.Config, r.Pairs, r.RatioLow, r.RatioHigh, res.TimeLimit)
+		}
+	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
@@ -33,12 +40,25 @@ func (res *Result) WriteText(w io.Writer) error {
 	return err
 }
 
-func roundsPer(res *Result) int {
-	n := 0
-	for _, r := range res.Table {
-		n = max(n, r.Rounds)
+func roundsRange(res *Result) string {
+	lo, hi := 0, 0
+	for i, r := range res.Table {
+		if i == 0 || r.Rounds < lo {
+			lo = r.Rounds
+		}
+		hi = max(hi, r.Rounds)
 	}
-	return n
+	if lo == hi {
+		return fmt.Sprintf("%d rounds", hi)
+	}
+	return fmt.Sprintf("%d-%d rounds", lo, hi)
+}
+
+func applied(r Row) string {
+	if r.Understates {
+		return r.Applied + "*"
+	}
+	return r.Applied
 }
 
 func ratio(r Row) string {
@@ -58,15 +78,38 @@ func interval(r Row) string {
 	return fmt.Sprintf("x%.3f–x%.3f", r.RatioLow, r.RatioHigh)
 }
 
+func msInterval(r Row, lo, hi float64) string {
+	if r.AboveNoise == VerdictBaseline || lo == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f–%.2f", lo, hi)
+}
+
 // ProgressLine renders a Progress for a terminal or a log, one line.
 func ProgressLine(p Progress) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%d/%d] round %d/%d %s", p.Step, p.Steps, p.Round, p.Rounds, p.Config)
+	if p.Table != nil {
+		fmt.Fprintf(&b, "after rotation %d:", p.Round)
+		for _, r := range p.Table[1:] {
+			if r.Pairs < 2 {
+				continue
+			}
+			v := r.AboveNoise
+			if v == VerdictUnknown {
+				v = "undecided"
+			}
+			fmt.Fprintf(&b, " %s x%.3f [x%.3f–x%.3f] %s;", r.Config, r.Ratio, r.RatioLow, r.RatioHigh, v)
+		}
+		fmt.Fprintf(&b, " (elapsed %s of %s)", p.Elapsed.Round(1e9), p.Limit)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "[%d] rotation %d %s", p.Step, p.Round, p.Config)
 	if p.Last != nil {
-		fmt.Fprintf(&b, ": %.0f TPS, avg %.2f ms, p95 %.2f ms", p.Last.TPS, ms(p.Last.LatAvg), ms(p.Last.LatP95))
+		fmt.Fprintf(&b, " (%s): %.0f TPS, avg %.2f ms, p95 %.2f ms", applied(Row{Applied: p.Last.Applied, Understates: p.Last.Understates}),
+			p.Last.TPS, ms(p.Last.LatAvg), ms(p.Last.LatP95))
 	} else {
 		b.WriteString(" ...")
 	}
-	fmt.Fprintf(&b, " (elapsed %s, about %s left)", p.Elapsed.Round(1e9), p.Left.Round(1e9))
+	fmt.Fprintf(&b, " (elapsed %s, at most %s left)", p.Elapsed.Round(1e9), p.Left.Round(1e9))
 	return b.String()
 }
