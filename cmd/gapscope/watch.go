@@ -208,13 +208,13 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if err != nil {
 		return err
 	}
-	opts.OnStatement = outs.add
+	opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.add))
 	exp, err := startExporters(ctx, errOut, f.exp, cfg)
 	if err != nil {
 		_ = outs.close(nil)
 		return err
 	}
-	opts.Sinks = exp.sinks
+	opts.Sinks = append(opts.Sinks, exp.sinks...)
 	opts.Ready = func() { fmt.Fprintln(errOut, watch.ReadyLine) }
 	if !f.noLive && isTerminal(out) && f.format == "text" {
 		opts.Live = out

@@ -57,9 +57,11 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 	s.Notes = addNote(s.Notes, ex.Note)
 	if ex.Incomplete {
 		s.Notes = addNote(s.Notes, noteIncomplete)
+		rootCause(s, event.Incomplete)
 	}
 	if ex.Cmd == comStmtExecute && len(ex.SQL) == 0 {
 		s.Notes = addNote(s.Notes, noteNoText)
+		rootCause(s, event.NoText)
 	}
 	f.t.stats.Statements++
 	f.t.emit(s)
@@ -73,6 +75,7 @@ func (f *flow) newStatement(info *mysqlproto.ConnInfo) *event.Statement {
 	}
 	if f.midStream {
 		s.Notes = addNote(s.Notes, noteMidStream)
+		rootCause(s, event.MidStream)
 	}
 	if crossesLink(f.point) {
 		s.TransitUS = f.path.transitUS()
@@ -141,6 +144,14 @@ func (t *Tracker) derive(ex *mysqlproto.Exchange) derived {
 		*ex.Memo = &d
 	}
 	return d
+}
+
+// rootCause records why s would not join, should the join fail: the
+// first condition the capture found is kept.
+func rootCause(s *event.Statement, r event.Reason) {
+	if s.Why == event.ReasonNone {
+		s.Why = r
+	}
 }
 
 func addNote(notes []string, n string) []string {

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/mysqlproto"
 )
 
@@ -78,8 +79,10 @@ func (tf *tlsFlights) emit(f *flow, tsUS int64) {
 		setStalls(s, spans, total)
 	} else {
 		s.Notes = addNote(s.Notes, noteIncomplete)
+		rootCause(s, event.Incomplete)
 	}
 	s.Notes = addNote(s.Notes, noteTLS)
+	rootCause(s, event.TLS)
 	f.t.stats.Statements++
 	f.t.emit(s)
 }

@@ -83,6 +83,11 @@ type Statement struct {
 	// trailing comment (route, framework, W3C traceparent...). Read only:
 	// the executes of one prepared statement share the map.
 	Tags map[string]string `json:"tags,omitempty"`
+	// Why names, when a half is missing or the split is withheld, the
+	// reason (its stable name; its sentence is also in Notes): a wire
+	// statement left unjoined, a server statement with no wire half
+	// (server-only), or a joined one whose split the evidence cannot explain.
+	Why Reason `json:"reason,omitempty"`
 }
 
 // Span is an interval of Unix microseconds [Start, End).

@@ -3,6 +3,7 @@ package export
 import (
 	"sync"
 
+	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -34,8 +35,7 @@ var (
 
 // unjoinedReasons are always exported, zero or not, so that rate() works
 // from the first scrape.
-var unjoinedReasons = []string{watch.UnjoinedNoResponse, watch.UnjoinedTLS, watch.UnjoinedNoText,
-	watch.UnjoinedIncomplete, watch.UnjoinedMidStream, watch.UnjoinedNoServerRow}
+var unjoinedReasons = event.UnjoinedReasons()
 
 func (c *healthCollector) set(h watch.Health) {
 	c.mu.Lock()
@@ -62,7 +62,7 @@ func (c *healthCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(seenDesc, float64(h.Statements))
 	counter(joinedAllDesc, float64(h.Joined))
 	for _, r := range unjoinedReasons {
-		counter(unjoinedDesc, float64(h.Unjoined[r]), r)
+		counter(unjoinedDesc, float64(h.Unjoined[r.String()]), r.String())
 	}
 	counter(queueDropsDesc, float64(h.QueueDrops))
 	counter(packetsDesc, float64(h.PacketsDropped))

@@ -126,7 +126,7 @@ func TestPrometheusTopK(t *testing.T) {
 func TestPrometheusFindingsAndHealth(t *testing.T) {
 	p := NewPrometheus(0)
 	f := []event.Finding{{Code: "POOL_QUEUE", Severity: event.SeverityWarning}}
-	h := watch.Health{Statements: 7, Joined: 5, Unjoined: map[string]int64{watch.UnjoinedNoServerRow: 2}, RingLost: 3, CPUSeconds: 1.5}
+	h := watch.Health{Statements: 7, Joined: 5, Unjoined: map[string]int64{event.RingLost.String(): 2}, RingLost: 3, CPUSeconds: 1.5}
 	p.Snapshot(&watch.Snapshot{Findings: f, Health: h})
 	p.Snapshot(&watch.Snapshot{Findings: f, Health: h}) // still there: not raised again
 	p.Snapshot(&watch.Snapshot{Health: h})
@@ -142,7 +142,7 @@ func TestPrometheusFindingsAndHealth(t *testing.T) {
 		}
 	}
 	for _, m := range mfs["gapscope_statements_unjoined_total"].GetMetric() {
-		if want := map[string]float64{watch.UnjoinedNoServerRow: 2}[label(m, "reason")]; m.GetCounter().GetValue() != want {
+		if want := map[string]float64{event.RingLost.String(): 2}[label(m, "reason")]; m.GetCounter().GetValue() != want {
 			t.Errorf("unjoined %s = %v, want %v", label(m, "reason"), m.GetCounter().GetValue(), want)
 		}
 	}

@@ -66,7 +66,7 @@ func decompose(s *event.Statement, startUS, endUS int64, spans []event.Span, sta
 	s.ExecUS = E - S - s.SendStallUS
 	s.DeliveryUS = last - E
 	s.ServerUS = max(endUS-startUS, 0)
-	s.Joined = true
+	s.Joined, s.Why = true, event.ReasonNone
 
 	c := clamp{startMovedUS: S - startUS, endMovedUS: endUS - E}
 	if abs(c.startMovedUS) > startNoteUS {

@@ -18,7 +18,6 @@ package join
 
 import (
 	"cmp"
-	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -120,7 +119,7 @@ type Stats struct {
 	// Merged counts extra server rows absorbed by a multi-statement query.
 	Merged int64
 	// UnmatchedByReason splits UnmatchedServer by why no wire statement
-	// took the row (UnmatchedNoWire, UnmatchedExpired, UnmatchedEvicted).
+	// took the row, by the reason's name (event.UnmatchedRowReasons).
 	UnmatchedByReason map[string]int64
 	// Evicted counts items given up before MaxWait because of MaxPending.
 	Evicted int64
@@ -175,9 +174,11 @@ type Joiner struct {
 	anon    []anonRow
 	batch   uint64
 	pending int
+	// unmatchedBy counts the server rows no wire statement took, by reason.
+	unmatchedBy event.ReasonCounts
 	// giving / givingRow: the reason an expiry or eviction in progress
 	// gives things up for (see giveUp); "" otherwise.
-	giving, givingRow string
+	giving, givingRow event.Reason
 	seq               uint64
 	stats             Stats
 }
@@ -262,7 +263,7 @@ func (j *Joiner) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	st := j.stats
-	st.UnmatchedByReason = maps.Clone(j.stats.UnmatchedByReason)
+	st.UnmatchedByReason = j.unmatchedBy.Map()
 	st.OffsetUS = j.off.shift(j.off.base)
 	st.OffsetErrorUS, st.OffsetSamples = j.errUS, j.off.samples
 	return st
@@ -308,7 +309,7 @@ func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
 	case addr != "":
 		c = j.orphan(addr)
 	default:
-		j.unjoined(s, NoteNoConn)
+		j.unjoined(s, event.NoConn)
 		return
 	}
 	j.pushWire(c, s, nowUS)
@@ -445,7 +446,7 @@ func (j *Joiner) Flush(nowUS int64) {
 	cutoff := nowUS - j.opts.MaxWait.Microseconds()
 	for j.age.len() > 0 && j.age.front().added <= cutoff {
 		before := j.stats.UnjoinedWire + j.stats.UnmatchedServer
-		j.giveUp(NoteExpired, UnmatchedExpired, j.age.pop())
+		j.giveUp(event.Expired, event.RowExpired, j.age.pop())
 		j.stats.Expired += j.stats.UnjoinedWire + j.stats.UnmatchedServer - before
 	}
 	j.dropStaleRefs()
@@ -458,7 +459,7 @@ func (j *Joiner) FlushAll() {
 	defer j.mu.Unlock()
 	j.attributeAnon(0, true)
 	for j.age.len() > 0 {
-		j.giveUp(NoteRunEnd, UnmatchedRunEnd, j.age.pop())
+		j.giveUp(event.RunEnd, event.RowRunEnd, j.age.pop())
 	}
 	j.expireAnon(1<<62 - 1)
 }
@@ -634,7 +635,7 @@ func (j *Joiner) settle(c *connState, force bool) {
 			continue
 		}
 		for range k {
-			j.unjoined(j.popWire(c), NoteNoRow)
+			j.unjoined(j.popWire(c), event.NoRow)
 		}
 		j.join(c, i, j.popWire(c))
 	}
@@ -843,7 +844,7 @@ func (j *Joiner) dropDeadRows(c *connState) {
 				return
 			}
 			j.pending--
-			j.unmatched(UnmatchedNoWire)
+			j.unmatched(event.RowNoWire)
 		}
 		c.rows.pop()
 	}
@@ -856,7 +857,7 @@ func (j *Joiner) dropDeadRows(c *connState) {
 // arrive for them.
 func (j *Joiner) dropSupersededWires(c *connState) {
 	for c.wires.len() > 0 && windowEnd(c, 0)+j.tolUS < c.lastRowStart && !j.rowWithin(c, windowEnd(c, 0)+j.tolUS) {
-		j.unjoined(j.popWire(c), NoteNoRow)
+		j.unjoined(j.popWire(c), event.NoRow)
 	}
 }
 
@@ -870,44 +871,29 @@ func (j *Joiner) rowWithin(c *connState, t int64) bool {
 	return false
 }
 
-// Why a wire statement was given up unjoined (its note) and why a server
-// row was never taken (UnmatchedByReason's keys).
-const (
-	NoteNoConn  = "not joined: thread unknown (the connection's id was never learnt: opened before watch and gone before the processlist was read, or not TCP)"
-	NoteNoRow   = "not joined: server row never seen (the server recorded later statements of this connection, not this one)"
-	NoteExpired = "not joined: server row not read within --max-wait"
-	NoteEvicted = "not joined: given up early, too many statements waiting for their rows"
-	NoteRunEnd  = "not joined: the run ended before its server row was read"
-	NoteRestart = "not joined: the server restarted before its row was read"
-
-	UnmatchedNoWire  = "no wire statement (not captured, left out of the join sample, or watch's own)"
-	UnmatchedExpired = "no wire statement within --max-wait"
-	UnmatchedEvicted = "given up early (too many pending)"
-	UnmatchedRunEnd  = "no wire statement by the end of the run"
-)
-
 // unjoined emits s without a server row, noting why (an expiry or an
-// eviction in progress overrides the reason its caller saw).
-func (j *Joiner) unjoined(s *event.Statement, why string) {
-	if j.giving != "" && why != NoteNoConn {
+// eviction in progress overrides the reason its caller saw; a root cause
+// the capture found is kept over both).
+func (j *Joiner) unjoined(s *event.Statement, why event.Reason) {
+	if j.giving != event.ReasonNone && why != event.NoConn {
 		why = j.giving
 	}
 	s.Joined = false
-	s.Notes = append(s.Notes, why)
+	if !s.Why.RootCause() {
+		s.Why = why
+	}
+	s.Notes = append(s.Notes, why.Text())
 	j.stats.UnjoinedWire++
 	j.deliver(s)
 }
 
 // unmatched counts a server row no wire statement took, by reason.
-func (j *Joiner) unmatched(why string) {
-	if j.givingRow != "" {
+func (j *Joiner) unmatched(why event.Reason) {
+	if j.givingRow != event.ReasonNone {
 		why = j.givingRow
 	}
 	j.stats.UnmatchedServer++
-	if j.stats.UnmatchedByReason == nil {
-		j.stats.UnmatchedByReason = map[string]int64{}
-	}
-	j.stats.UnmatchedByReason[why]++
+	j.unmatchedBy.Add(why)
 }
 
 func (j *Joiner) deliver(s *event.Statement) {
@@ -934,14 +920,14 @@ func (j *Joiner) expire(a ageRef) {
 		for c.rows.len() > 0 && c.rows.front().seq <= a.seq {
 			if !c.rows.front().done {
 				j.pending--
-				j.unmatched(UnmatchedExpired)
+				j.unmatched(event.RowExpired)
 			}
 			c.rows.pop()
 		}
 	} else {
-		why := NoteExpired
+		why := event.Expired
 		if c.id == 0 {
-			why = NoteNoConn
+			why = event.NoConn
 		}
 		for c.wires.len() > 0 && c.wires.front().seq <= a.seq {
 			j.unjoined(j.popWire(c), why)
@@ -955,10 +941,10 @@ func (j *Joiner) expire(a ageRef) {
 }
 
 // giveUp expires a, everything given up meanwhile noted as wire / row.
-func (j *Joiner) giveUp(wire, row string, a ageRef) {
+func (j *Joiner) giveUp(wire, row event.Reason, a ageRef) {
 	j.giving, j.givingRow = wire, row
 	j.expire(a)
-	j.giving, j.givingRow = "", ""
+	j.giving, j.givingRow = event.ReasonNone, event.ReasonNone
 }
 
 // stale reports whether the item a reference points to is gone already.
@@ -990,7 +976,7 @@ func (j *Joiner) enforceBound() {
 	j.dropStaleRefs()
 	for j.pending > j.opts.MaxPending || j.age.len() > 4*j.opts.MaxPending {
 		before := j.pending
-		j.giveUp(NoteEvicted, UnmatchedEvicted, j.age.pop())
+		j.giveUp(event.Evicted, event.RowEvicted, j.age.pop())
 		j.stats.Evicted += int64(before - j.pending)
 		j.dropStaleRefs()
 	}

@@ -35,9 +35,9 @@ func TestUnjoinedSayWhy(t *testing.T) {
 	j.AddWire(end, 3*time.Second.Microseconds())
 	j.FlushAll()
 
-	for s, want := range map[*event.Statement]string{orphan: NoteNoConn, lost: NoteNoRow, late: NoteExpired, end: NoteRunEnd} {
-		if s.Joined || !slices.Contains(s.Notes, want) {
-			t.Errorf("%s %s: joined %v, notes %v; want %q", s.Conn, s.SQL, s.Joined, s.Notes, want)
+	for s, want := range map[*event.Statement]event.Reason{orphan: event.NoConn, lost: event.NoRow, late: event.Expired, end: event.RunEnd} {
+		if s.Joined || s.Why != want || !slices.Contains(s.Notes, want.Text()) {
+			t.Errorf("%s %s: joined %v, reason %v, notes %v; want %v", s.Conn, s.SQL, s.Joined, s.Why, s.Notes, want)
 		}
 	}
 	if !kept.Joined || kept.JoinSource != collect.SourceHistoryLong {
@@ -48,7 +48,7 @@ func TestUnjoinedSayWhy(t *testing.T) {
 	for _, n := range st.UnmatchedByReason {
 		byReason += n
 	}
-	if st.UnmatchedServer != 1 || byReason != st.UnmatchedServer {
+	if st.UnmatchedServer != 1 || byReason != st.UnmatchedServer || st.UnmatchedByReason[event.RowExpired.String()] != 1 {
 		t.Errorf("unmatched %d, by reason %v", st.UnmatchedServer, st.UnmatchedByReason)
 	}
 	if st.Server != st.Joined+st.Merged+st.Nested+st.Background+st.UnmatchedServer {

@@ -3,6 +3,8 @@ package join
 import (
 	"cmp"
 	"slices"
+
+	"github.com/gapscope/gapscope/internal/event"
 )
 
 // Reset forgets every connection and thread identity and the learnt clock
@@ -66,7 +68,7 @@ func (j *Joiner) takeWiresSince(sinceUS int64) []wireItem {
 
 func (j *Joiner) resetLocked() {
 	for j.age.len() > 0 {
-		j.giveUp(NoteRestart, UnmatchedRunEnd, j.age.pop())
+		j.giveUp(event.Restart, event.RowRunEnd, j.age.pop())
 	}
 	j.expireAnon(1<<62 - 1)
 	clear(j.threads)

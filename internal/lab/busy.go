@@ -110,7 +110,7 @@ func Busy(ctx context.Context, o BusyOptions) (*Result, *BusyStats, error) {
 	tally := newBusyTally()
 	wopts := watch.DefaultOptions() // the user's defaults: budget included
 	wopts.DSN, wopts.Ports, wopts.Iface, wopts.KeepLiterals = monitor, []uint16{uint16(inst.Port)}, "lo", o.KeepLiterals
-	wopts.OnStatement = tally.add
+	wopts.Sinks = []watch.Sink{watch.StatementFunc(tally.add)}
 	o.step(r, "watching port %d on lo at watch's default flags (--cpu-budget %g%%)", inst.Port, 100*wopts.CPUBudget)
 	s, err := startWatch(ctx, wopts)
 	if err != nil {

@@ -84,6 +84,7 @@ var encodedFields = []string{
 	"Retransmits retransmits int", "PoolGroup pool_group,omitempty *int", "Joined joined bool",
 	"JoinSource join_source,omitempty string", "Outlier outlier,omitempty bool", "Notes notes,omitempty []string",
 	"Fingerprint fingerprint,omitempty string", "Tags tags,omitempty map[string]string",
+	"Why reason,omitempty event.Reason",
 }
 
 // fastEncoderCurrent is true when event.Statement has exactly the fields
@@ -165,7 +166,11 @@ func appendStatement(b []byte, s *event.Statement) []byte {
 		b = append(b, ']')
 	}
 	b = optStr(b, `,"fingerprint":`, s.Fingerprint)
-	return append(appendTags(b, s.Tags), '}')
+	b = appendTags(b, s.Tags)
+	if s.Why != event.ReasonNone {
+		b = appendStr(append(b, `,"reason":`...), s.Why.String())
+	}
+	return append(b, '}')
 }
 
 // appendTags appends the tags object, keys sorted as encoding/json sorts

@@ -97,6 +97,8 @@ func fill(v reflect.Value, r *rng) {
 		v.SetString(r.str())
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		v.SetInt(int64(r.next()%3) * int64(r.next()>>2) * []int64{1, -1}[r.next()%2])
+	case reflect.Uint8: // event.Reason: one of the named ones, or none
+		v.SetUint(r.next() % uint64(len(event.UnjoinedReasons())+1))
 	case reflect.Uint64, reflect.Uint16, reflect.Uint32:
 		v.SetUint((r.next() % 2) * (r.next() >> (r.next() % 64)))
 	case reflect.Bool:

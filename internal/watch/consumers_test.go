@@ -21,7 +21,7 @@ func TestWatchWithConsumersOff(t *testing.T) {
 	run := func(enable bool) (*Result, *event.Statement) {
 		var seen []event.Statement
 		res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
-			KeepLiterals: true, EnableConsumers: enable, OnStatement: func(s *event.Statement) { seen = append(seen, *s) }},
+			KeepLiterals: true, EnableConsumers: enable, Sinks: []Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, *s) })}},
 			func() error { return queryOnce(ctx, inst, "SELECT 'consumers test'") })
 		return res, findSQL(seen, "consumers test")
 	}

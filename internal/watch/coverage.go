@@ -28,6 +28,9 @@ type Coverage struct {
 	// QueueDropped: statements captured but lost before the join (queue
 	// overflow): not in Seen.
 	QueueDropped int64 `json:"queue_dropped,omitempty"`
+	// OutputDropped: statements counted here that reached no sink (events
+	// file, store, exporters) because those fell behind by a whole queue.
+	OutputDropped int64 `json:"output_dropped,omitempty"`
 	// Server rows read (history_long's new rows plus those the targeted
 	// reads fed) = joined + merged + nested + background + unmatched +
 	// sampled out + duplicates.
@@ -48,55 +51,19 @@ type Coverage struct {
 // coverageTally counts what reaches the sink (under the sink's lock).
 type coverageTally struct {
 	seen, joined, outliers, outliersJoined int64
-	bySource, unjoined                     map[string]int64
-	// pending counts the latest reasons before they reach unjoined:
-	// reasons are long notes, the same few on nearly every statement,
-	// and a map lookup hashes each of them whole.
-	pending pendingCounts
-}
-
-// pendingCounts holds counts of a few recent keys not yet added to their
-// map; comparing a key with the same string stops at its pointer.
-type pendingCounts struct {
-	keys [4]string
-	n    [4]int64
-	next int
-}
-
-func (p *pendingCounts) add(m map[string]int64, k string) {
-	for i := range p.keys {
-		if p.n[i] > 0 && p.keys[i] == k {
-			p.n[i]++
-			return
-		}
-	}
-	i := p.next
-	p.next = (p.next + 1) % len(p.keys)
-	if p.n[i] > 0 {
-		m[p.keys[i]] += p.n[i]
-	}
-	p.keys[i], p.n[i] = k, 1
-}
-
-// flush adds every pending count to m.
-func (p *pendingCounts) flush(m map[string]int64) {
-	for i := range p.keys {
-		if p.n[i] > 0 {
-			m[p.keys[i]] += p.n[i]
-			p.n[i] = 0
-		}
-	}
+	bySource                               map[string]int64
+	unjoined                               event.ReasonCounts
 }
 
 func (c *coverageTally) add(s *event.Statement) {
-	if c.bySource == nil {
-		c.bySource, c.unjoined = map[string]int64{}, map[string]int64{}
-	}
 	c.seen++
 	if s.Outlier {
 		c.outliers++
 	}
 	if s.Joined {
+		if c.bySource == nil {
+			c.bySource = map[string]int64{}
+		}
 		c.joined++
 		c.bySource[s.JoinSource]++
 		if s.Outlier {
@@ -104,25 +71,12 @@ func (c *coverageTally) add(s *event.Statement) {
 		}
 		return
 	}
-	c.pending.add(c.unjoined, unjoinedReason(s))
+	c.unjoined.Add(UnjoinedReason(s))
 }
 
-// unjoinedByReason returns the unjoined counts, pending ones included.
+// unjoinedByReason returns the unjoined counts by the reason's name.
 func (c *coverageTally) unjoinedByReason() map[string]int64 {
-	if c.unjoined != nil {
-		c.pending.flush(c.unjoined)
-	}
-	return maps.Clone(c.unjoined)
-}
-
-// unjoinedReason is the note that says why s was not joined.
-func unjoinedReason(s *event.Statement) string {
-	for _, n := range s.Notes {
-		if strings.HasPrefix(n, "not joined:") || strings.HasPrefix(n, "server only:") {
-			return n
-		}
-	}
-	return "not joined: no reason recorded"
+	return c.unjoined.Map()
 }
 
 // coverage assembles the run's Coverage from the sink's tally and both
@@ -134,6 +88,7 @@ func (e *engine) coverage(js join.Stats, server ServerSideStats) Coverage {
 		Outliers: t.outliers, OutliersJoined: t.outliersJoined}
 	e.sink.mu.Unlock()
 	c.QueueDropped = server.QueueDrops
+	c.OutputDropped = e.sink.out.drops()
 	c.ServerRows = server.Rows + server.TargetedRows
 	c.ServerJoined, c.ServerMerged, c.ServerNested, c.ServerBackground = js.Joined, js.Merged, js.Nested, js.Background
 	c.ServerUnmatched = maps.Clone(js.UnmatchedByReason)
@@ -155,6 +110,9 @@ func (c Coverage) Summary() string {
 	}
 	if c.QueueDropped > 0 {
 		fmt.Fprintf(&b, "  lost before the join (queue overflow): %d\n", c.QueueDropped)
+	}
+	if c.OutputDropped > 0 {
+		fmt.Fprintf(&b, "  counted here but not written to the events file, store or exporters (they fell behind): %d\n", c.OutputDropped)
 	}
 	var unmatched int64
 	for _, n := range c.ServerUnmatched {
@@ -185,7 +143,18 @@ func countList(m map[string]int64) string {
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d %s", m[k], strings.TrimPrefix(k, "not joined: "))
+		parts[i] = fmt.Sprintf("%d %s", m[k], reasonPhrase(k))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// reasonPhrase is what the text report says for a count's key: a
+// reason's sentence (without its "not joined: " lead, which the line
+// already says), or the key itself (a table name).
+func reasonPhrase(key string) string {
+	r, ok := event.ParseReason(key)
+	if !ok || r == event.ReasonNone {
+		return key
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(r.Text(), "not joined: "), "server only: ")
 }

@@ -1,33 +1,30 @@
 package watch
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// Unjoined reasons add up per reason when more of them alternate than the
-// tally keeps pending, and again after a read in the middle.
+// Unjoined statements are counted by their reason's name, the reasons
+// adding up to what was seen but not joined.
 func TestCoverageTallyCountsReasons(t *testing.T) {
 	var c coverageTally
-	reasons := make([]string, 6)
-	for i := range reasons {
-		reasons[i] = fmt.Sprintf("not joined: reason %d", i)
-	}
+	reasons := []event.Reason{event.NoRow, event.Expired, event.RingLost, event.SampledOut, event.TLS, event.UnixSocket}
 	want := map[string]int64{}
 	for round := range 5 {
 		for i, r := range reasons[:2+round] {
 			for range i + 1 {
-				c.add(&event.Statement{Notes: []string{"mid-stream", r}})
-				want[r]++
+				c.add(&event.Statement{TRespLast: 1, Why: r, Notes: []string{r.Text()}})
+				want[r.String()]++
 			}
-		}
-		if round == 2 {
-			c.unjoinedByReason()
 		}
 	}
 	c.add(&event.Statement{Joined: true, JoinSource: "history_long"})
+	c.add(&event.Statement{Cmd: "COM_QUIT"})
+	want[event.NoResponse.String()]++
+	c.add(&event.Statement{TRespLast: 1})
+	want[event.NoReason.String()]++
 	got := c.unjoinedByReason()
 	if len(got) != len(want) || c.seen != 1+sum(want) || c.joined != 1 {
 		t.Fatalf("unjoined %v (seen %d), want %v", got, c.seen, want)

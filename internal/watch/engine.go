@@ -36,7 +36,9 @@ import (
 //  4. window and diagnosis (sink): every finished statement, joined or
 //     not, reaches sink.add exactly once: the profile, the window the
 //     diagnosis reads, the live view's tallies and the coverage;
-//  5. sinks: Options.OnStatement (events file, store) from sink.add, and
+//  5. sinks: the output stage (outputStage) hands each statement to
+//     Options.Sinks (events file, store, exporters) on its own goroutine,
+//     off the joiner's lock; the main loop hands them snapshots; and
 //     the Result at the end.
 //
 // The wire statements stage and the poller are objects of their own
@@ -145,6 +147,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := e.connect(ctx); err != nil {
 		return nil, err
 	}
+	defer e.sink.out.close() // a run that fails after connect (finish closes it otherwise)
 	defer e.db.Close()
 	defer e.poll.restoreSettings()
 	runCtx, stop := ctx, context.CancelFunc(func() {})
@@ -188,8 +191,7 @@ func (e *engine) connect(ctx context.Context) error {
 	}
 	// watch reads no waits: it leaves the server's wait timer as it is.
 	e.clock = &collect.Recalibrator{DB: db, Interval: time.Minute, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
-	e.sink = newSink(e.opts.WindowSize, e.opts.OnStatement)
-	e.sink.out = newFanout(e.opts.Sinks)
+	e.sink = newSink(e.opts.WindowSize, newOutputStage(e.opts.Sinks))
 	e.poll = e.newPoller(caps)
 	table := e.poll.prepareConsumers(ctx)
 	if err := e.clock.Once(ctx); err != nil && table != "" {
@@ -349,10 +351,10 @@ func (e *engine) takeWire() {
 		}
 		switch {
 		case !e.readsRows:
-			s.Notes = addNote(s.Notes, noServerNotes)
+			leftOut(s, event.NoServer, noServerNotes)
 			e.sink.add(s)
 		case !s.Outlier && !joins(sample, s.Conn):
-			s.Notes = addNote(s.Notes, sampledOutNotes)
+			leftOut(s, event.SampledOut, sampledOutNotes)
 			e.sink.add(s)
 		default:
 			e.joiner.AddWire(s, now)
@@ -365,9 +367,18 @@ func (e *engine) takeWire() {
 // copies it rather than writing into it (an allocation per statement was
 // a visible share of watch's CPU).
 var (
-	noServerNotes   = []string{NoteNoServer}
-	sampledOutNotes = []string{NoteSampledOut}
+	noServerNotes   = []string{event.NoServer.Text()}
+	sampledOutNotes = []string{event.SampledOut.Text()}
 )
+
+// leftOut marks s unjoined for why, never handed to the joiner (a root
+// cause the capture found is kept).
+func leftOut(s *event.Statement, why event.Reason, note []string) {
+	s.Notes = addNote(s.Notes, note)
+	if !s.Why.RootCause() {
+		s.Why = why
+	}
+}
 
 // addNote appends the one note of shared to notes, or returns shared
 // itself when notes is empty.
@@ -378,21 +389,14 @@ func addNote(notes, shared []string) []string {
 	return append(notes, shared[0])
 }
 
-// Notes of statements never handed to the joiner.
-const (
-	NoteNoServer   = "not joined: performance_schema's statement history is not read this run (see the run's notes)"
-	NoteSampledOut = "not joined: left out of the join sample (CPU budget): counted and timed at the client, not decomposed"
-	NoteRingLost   = "not joined: ring lost (performance_schema's history_long turned over before watch read this statement's row)"
-)
-
 // joined is the joiner's output, on whichever goroutine fed it: a
 // statement given up without its row says why as precisely as watch can
 // tell (the ring's losses are known here, not in the joiner).
 func (e *engine) joined(s *event.Statement) {
 	if !s.Joined && len(s.Notes) > 0 {
-		last := &s.Notes[len(s.Notes)-1]
-		if (*last == join.NoteNoRow || *last == join.NoteExpired || *last == join.NoteRunEnd) && e.losses.covers(s.TRespLast) {
-			*last = NoteRingLost
+		if (s.Why == event.NoRow || s.Why == event.Expired || s.Why == event.RunEnd) && e.losses.covers(s.TRespLast) {
+			s.Notes[len(s.Notes)-1] = event.RingLost.Text() // the joiner's note, last
+			s.Why = event.RingLost
 		}
 		if s.Outlier {
 			s.Notes = append(s.Notes, e.outlierMiss)
@@ -416,6 +420,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	_ = e.sockets.poll()
 	_ = e.path.poll()
 	e.joiner.FlushAll()
+	e.sink.out.close() // every statement reached the sinks before the final snapshot
 	return st
 }
 

@@ -42,10 +42,8 @@ func (e *engine) drawLive() {
 
 // followingNote tells the live view that only a sample of the connections
 // is joined.
-func (e *engine) followingNote() string { return followingNoteOf(e.sample.get()) }
-
-func followingNoteOf(s capture.Sample) string {
-	if s.On() {
+func (e *engine) followingNote() string {
+	if s := e.sample.get(); s.On() {
 		return "  joining " + describeSample(s) + " (every statement counted)"
 	}
 	return ""

@@ -25,7 +25,7 @@ func TestWatchSurvivesServerRestart(t *testing.T) {
 	defer cancel()
 	var seen []event.Statement
 	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
-		KeepLiterals: true, OnStatement: func(s *event.Statement) { seen = append(seen, *s) }}, func() error {
+		KeepLiterals: true, Sinks: []Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, *s) })}}, func() error {
 		if err := queryOnce(ctx, inst, "SELECT 'before restart'"); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func TestWatchResumesAfterServerCrash(t *testing.T) {
 	const after = 10
 	var outage time.Duration
 	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 250 * time.Millisecond, KeepLiterals: true,
-		OnStatement: func(s *event.Statement) { mu.Lock(); seen = append(seen, *s); mu.Unlock() }}, func() error {
+		Sinks: []Sink{StatementFunc(func(s *event.Statement) { mu.Lock(); seen = append(seen, *s); mu.Unlock() })}}, func() error {
 		if err := queryOnce(ctx, inst, "SELECT 'before crash'"); err != nil {
 			return err
 		}

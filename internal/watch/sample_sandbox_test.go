@@ -27,7 +27,7 @@ func TestSampledSysbench(t *testing.T) {
 	out, outNoted := 0, 0
 	ports := map[uint16]int{}
 	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
-		Sample: 2, OnStatement: func(s *event.Statement) {
+		Sample: 2, Sinks: []Sink{StatementFunc(func(s *event.Statement) {
 			mu.Lock()
 			defer mu.Unlock()
 			port := clientPort(t, s.Conn)
@@ -43,10 +43,10 @@ func TestSampledSysbench(t *testing.T) {
 				return
 			}
 			out++
-			if !s.Joined && slices.Contains(s.Notes, NoteSampledOut) {
+			if !s.Joined && (s.Why == event.SampledOut || s.Why == event.NoResponse && !s.HasResponse()) { // a COM_QUIT has nothing to join anyway
 				outNoted++
 			}
-		}}, func() error {
+		})}}, func() error {
 		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
 		return err
 	})
@@ -132,7 +132,7 @@ func TestBudgetedSysbench(t *testing.T) {
 			}
 		default:
 			out++
-			if !s.Joined && slices.Contains(s.Notes, NoteSampledOut) {
+			if !s.Joined && (s.Why == event.SampledOut || s.Why == event.NoResponse && !s.HasResponse()) { // a COM_QUIT has nothing to join anyway
 				noted++
 			}
 		}
@@ -161,11 +161,11 @@ func watchSysbench(t *testing.T, ctx context.Context, inst *sandbox.Instance, op
 	t.Helper()
 	var mu sync.Mutex
 	var stmts []event.Statement
-	wopts.OnStatement = func(s *event.Statement) {
+	wopts.Sinks = append(wopts.Sinks, StatementFunc(func(s *event.Statement) {
 		mu.Lock()
 		defer mu.Unlock()
 		stmts = append(stmts, *s)
-	}
+	}))
 	res := runDuring(t, ctx, wopts, func() error {
 		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
 		return err

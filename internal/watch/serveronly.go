@@ -40,7 +40,7 @@ func serverStatement(r *collect.ServerStatement) *event.Statement {
 		TReqFirst: r.StartUS, TReqLast: r.StartUS,
 		ServerUS: int64(r.TimerWait / collect.PicosPerMicro), Rows: r.RowsSent,
 		RowsExamined: r.RowsExamined, LockUS: int64(r.LockTimePS / collect.PicosPerMicro),
-		Notes: []string{"server only: no wire capture, client time unknown"},
+		Notes: []string{event.NoCapture.Text()}, Why: event.NoCapture,
 	}
 	if r.MySQLErrno != 0 {
 		s.Error = &event.Error{Code: uint16(r.MySQLErrno)}

@@ -20,18 +20,18 @@ type GroupSummary struct {
 }
 
 // sink is where every finished statement arrives, joined or not, exactly
-// once (add): the profile, the diagnosis window, the live view's tallies,
-// the coverage, and Options.OnStatement, through which the exporters
-// receive them. The joiner calls it from whichever goroutine fed it, so
-// everything is under one lock.
+// once (add): the profile, the diagnosis window, the live view's tallies
+// and the coverage, under its lock; then the output stage, which hands it
+// to the run's sinks on its own goroutine. The joiner calls add from
+// whichever goroutine fed it, with its own lock held: add does in-memory
+// work only.
 type sink struct {
 	mu      sync.Mutex
 	profile *report.Profile
 	window  *stmtRing // the last windowSize statements
 	groups  map[int]*GroupSummary
 	worst   []event.Statement // slowest recent statements for the live view
-	onStmt  func(*event.Statement)
-	out     *fanout // the run's Sinks (nil: none)
+	out     *outputStage      // the run's sinks (nil: none); its own lock
 	total   int64
 	joined  int64
 	conns   map[string]*ConnSummary
@@ -55,17 +55,26 @@ type ConnSummary struct {
 // maxConnSummaries bounds the per-connection tallies (10k connections fit).
 const maxConnSummaries = 20_000
 
-func newSink(windowSize int, onStmt func(*event.Statement)) *sink {
+func newSink(windowSize int, out *outputStage) *sink {
 	return &sink{
 		profile: report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency}),
 		window:  newStmtRing(windowSize),
 		groups:  map[int]*GroupSummary{},
 		conns:   map[string]*ConnSummary{},
-		onStmt:  onStmt,
+		out:     out,
 	}
 }
 
 func (k *sink) add(s *event.Statement) {
+	if !s.Joined {
+		s.Why = UnjoinedReason(s) // one reason, the same in the event and the counts
+	}
+	k.account(s)
+	k.out.put(s)
+}
+
+// account adds s to watch's own tallies.
+func (k *sink) account(s *event.Statement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.total++
@@ -78,10 +87,6 @@ func (k *sink) add(s *event.Statement) {
 	k.addGroup(s)
 	k.addConn(s)
 	k.addWorst(s)
-	if k.onStmt != nil {
-		k.onStmt(s)
-	}
-	k.out.statement(s)
 }
 
 func (k *sink) addGroup(s *event.Statement) {

@@ -1,8 +1,6 @@
 package watch
 
 import (
-	"maps"
-	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -42,7 +40,8 @@ type Snapshot struct {
 type Health struct {
 	Statements int64 `json:"statements"`
 	Joined     int64 `json:"joined"`
-	// Unjoined counts unjoined statements by reason (UnjoinedReason).
+	// Unjoined counts unjoined statements by reason (UnjoinedReason's
+	// names; event.UnjoinedReasons lists them).
 	Unjoined map[string]int64 `json:"unjoined"`
 	// QueueDrops are wire statements dropped because the joiner's queue
 	// was full; PacketsDropped are packets the capture lost (kernel ring
@@ -57,69 +56,26 @@ type Health struct {
 	Notes     []string `json:"notes,omitempty"`
 }
 
-// Unjoined reasons: why a statement has no server-side half.
-const (
-	UnjoinedNoResponse  = "no_response"   // COM_QUIT and the like: nothing to join
-	UnjoinedTLS         = "tls"           // encrypted: no text to match
-	UnjoinedNoText      = "no_text"       // prepared before the capture started
-	UnjoinedIncomplete  = "incomplete"    // the connection ended mid-response
-	UnjoinedMidStream   = "mid_stream"    // the capture started mid-connection
-	UnjoinedNoServerRow = "no_server_row" // no performance_schema row matched in time
-)
-
-// UnjoinedReason names why s stayed unjoined, from what the capture noted
-// on it; "" for a joined statement.
-func UnjoinedReason(s *event.Statement) string {
-	if s.Joined {
-		return ""
+// UnjoinedReason names why s stayed unjoined (ReasonNone for a joined
+// statement): the reason the capture, the join or watch recorded on it.
+func UnjoinedReason(s *event.Statement) event.Reason {
+	switch {
+	case s.Joined:
+		return event.ReasonNone
+	case !s.HasResponse() && !s.Why.ServerOnly():
+		return event.NoResponse
+	case s.Why != event.ReasonNone:
+		return s.Why
 	}
-	if !s.HasResponse() {
-		return UnjoinedNoResponse
-	}
-	for _, n := range s.Notes {
-		switch {
-		case strings.HasPrefix(n, "tls"):
-			return UnjoinedTLS
-		case strings.HasPrefix(n, "statement text unknown"):
-			return UnjoinedNoText
-		case strings.HasPrefix(n, "incomplete"):
-			return UnjoinedIncomplete
-		case strings.HasPrefix(n, "capture started mid-connection"):
-			return UnjoinedMidStream
-		}
-	}
-	return UnjoinedNoServerRow
+	return event.NoReason
 }
 
-// fanout hands statements and snapshots to the run's sinks and keeps the
-// unjoined tally the snapshots carry. statement runs under the watch
-// sink's lock; unjoined is read under it too.
-type fanout struct {
-	sinks    []Sink
-	unjoined map[string]int64
-}
+// StatementFunc is a sink that wants statements only: f is called for
+// every statement after the join, on the output stage's goroutine.
+type StatementFunc func(*event.Statement)
 
-func newFanout(sinks []Sink) *fanout {
-	return &fanout{sinks: sinks, unjoined: map[string]int64{}}
-}
-
-func (f *fanout) statement(s *event.Statement) {
-	if f == nil || len(f.sinks) == 0 {
-		return // the tally is only ever read for the sinks' snapshots
-	}
-	if r := UnjoinedReason(s); r != "" {
-		f.unjoined[r]++
-	}
-	for _, k := range f.sinks {
-		k.Statement(s)
-	}
-}
-
-func (f *fanout) snapshot(s *Snapshot) {
-	for _, k := range f.sinks {
-		k.Snapshot(s)
-	}
-}
+func (f StatementFunc) Statement(s *event.Statement) { f(s) }
+func (StatementFunc) Snapshot(*Snapshot)             {}
 
 // sinkSnapshot builds the snapshot of now from the watch sink's state
 // and the engine's counters.
@@ -128,7 +84,7 @@ func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
 	k.mu.Lock()
 	snap := &Snapshot{TimeUS: time.Now().UnixMicro(), Worst: append([]event.Statement(nil), k.worst...),
 		Groups: k.groupList(), Conns: k.topConns(5), Findings: findings}
-	snap.Health = Health{Statements: k.total, Joined: k.joined, Unjoined: maps.Clone(k.out.unjoined)}
+	snap.Health = Health{Statements: k.total, Joined: k.joined, Unjoined: k.cov.unjoinedByReason()}
 	k.mu.Unlock()
 	snap.Health.QueueDrops = e.wire.queueDrops.Load()
 	e.side.serverM.Lock()
@@ -136,9 +92,7 @@ func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
 	snap.Health.RingLost = e.side.server.RingLost
 	e.side.serverM.Unlock()
 	snap.Health.CPUSeconds = ownCPU().Seconds()
-	if e.live != nil {
-		snap.Health.Following = followingNoteOf(e.live.Sample())
-	}
+	snap.Health.Following = e.followingNote() // the join sample's, as the terminal shows
 	return snap
 }
 
@@ -149,7 +103,7 @@ func (e *engine) publishSnapshot() {
 		return
 	}
 	e.refreshLiveFindings()
-	e.sink.out.snapshot(e.sinkSnapshot(e.liveFindings))
+	e.snapshotSinks(e.sinkSnapshot(e.liveFindings))
 }
 
 // publishFinal hands the sinks the run's last snapshot, with its final
@@ -162,5 +116,12 @@ func (e *engine) publishFinal(res *Result) {
 	snap.Final = true
 	snap.Health.PacketsDropped = res.Capture.KernelDrops
 	snap.Health.Notes = res.Notes
-	e.sink.out.snapshot(snap)
+	e.snapshotSinks(snap)
+}
+
+// snapshotSinks hands a snapshot to every sink, on the main loop.
+func (e *engine) snapshotSinks(snap *Snapshot) {
+	for _, k := range e.opts.Sinks {
+		k.Snapshot(snap)
+	}
 }

@@ -6,22 +6,24 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
+// The unjoined reason is the one recorded on the statement, whatever its
+// notes say; a joined statement has none, one without a response has
+// nothing to join.
 func TestUnjoinedReason(t *testing.T) {
 	cases := []struct {
 		s    event.Statement
-		want string
+		want event.Reason
 	}{
-		{event.Statement{Joined: true, TRespLast: 5}, ""},
-		{event.Statement{Cmd: "COM_QUIT"}, UnjoinedNoResponse},
-		{event.Statement{TRespLast: 5, Notes: []string{"tls: no sql text"}}, UnjoinedTLS},
-		{event.Statement{TRespLast: 5, Notes: []string{"statement text unknown: prepared before the capture started"}}, UnjoinedNoText},
-		{event.Statement{TRespLast: 5, Notes: []string{"capture started mid-connection"}}, UnjoinedMidStream},
-		{event.Statement{TRespLast: 5, Notes: []string{"incomplete: the response did not complete before the connection ended"}}, UnjoinedIncomplete},
-		{event.Statement{TRespLast: 5}, UnjoinedNoServerRow},
+		{event.Statement{Joined: true, TRespLast: 5}, event.ReasonNone},
+		{event.Statement{Cmd: "COM_QUIT"}, event.NoResponse},
+		{event.Statement{TRespLast: 5, Why: event.TLS, Notes: []string{"reworded: any text"}}, event.TLS},
+		{event.Statement{TRespLast: 5, Why: event.RingLost}, event.RingLost},
+		{event.Statement{Why: event.UnixSocket}, event.UnixSocket},
+		{event.Statement{TRespLast: 5, Notes: []string{"tls: no sql text"}}, event.NoReason},
 	}
 	for _, c := range cases {
 		if got := UnjoinedReason(&c.s); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.s, got, c.want)
+			t.Errorf("%+v: %v, want %v", c.s, got, c.want)
 		}
 	}
 }
@@ -34,17 +36,62 @@ type recordingSink struct {
 func (r *recordingSink) Statement(*event.Statement) { r.stmts++ }
 func (r *recordingSink) Snapshot(s *Snapshot)       { r.snaps = append(r.snaps, s) }
 
-// The watch sink hands every statement to the run's sinks and tallies the
-// unjoined by reason for the snapshots.
+// The watch sink hands every statement to the run's sinks, in order,
+// with the reason it counted, and tallies the unjoined by reason.
 func TestSinksGetStatements(t *testing.T) {
-	rec := &recordingSink{}
-	k := newSink(10, nil)
-	k.out = newFanout([]Sink{rec})
+	var got []*event.Statement
+	k := newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}))
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
-	k.add(&event.Statement{TRespLast: 1})
+	k.add(&event.Statement{TRespLast: 1, Why: event.NoRow})
 	k.add(&event.Statement{Cmd: "COM_QUIT"})
-	if rec.stmts != 3 || k.out.unjoined[UnjoinedNoServerRow] != 1 || k.out.unjoined[UnjoinedNoResponse] != 1 {
-		t.Errorf("sink got %d statements, unjoined %v", rec.stmts, k.out.unjoined)
+	k.add(&event.Statement{TRespLast: 1})
+	k.out.close()
+	want := []event.Reason{event.ReasonNone, event.NoRow, event.NoResponse, event.NoReason}
+	if len(got) != len(want) {
+		t.Fatalf("sinks got %d statements, want %d", len(got), len(want))
 	}
-	newSink(10, nil).add(&event.Statement{}) // no sinks: no fan-out
+	for i, s := range got {
+		if s.Why != want[i] {
+			t.Errorf("statement %d: reason %v, want %v", i, s.Why, want[i])
+		}
+	}
+	if u := k.cov.unjoinedByReason(); u["no_row"] != 1 || u["no_response"] != 1 || u["no_reason"] != 1 || len(u) != 3 {
+		t.Errorf("unjoined by reason %v", u)
+	}
+	newSink(10, nil).add(&event.Statement{}) // no sinks: no stage
+}
+
+// A sink that blocks holds up no one who finishes statements: add returns
+// while the sink is stuck, statements beyond the queue are counted as
+// dropped, and once the sink moves again every queued one reaches it.
+func TestOutputOffTheJoinersPath(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var got int
+	o := newOutputStage([]Sink{StatementFunc(func(*event.Statement) {
+		if got == 0 {
+			close(entered)
+			<-release
+		}
+		got++
+	})})
+	k := newSink(10, o)
+	k.add(&event.Statement{Joined: true, TRespLast: 1})
+	<-entered // the sink is stuck on the first statement
+	done := make(chan struct{})
+	n := outputQueue + 101
+	go func() {
+		for range n - 1 {
+			k.add(&event.Statement{Joined: true, TRespLast: 1})
+		}
+		close(done)
+	}()
+	<-done // would hang if add waited for the blocked sink
+	close(release)
+	o.close()
+	if dropped := o.drops(); dropped == 0 || int64(got)+dropped != int64(n) {
+		t.Errorf("sink got %d, dropped %d, of %d put", got, dropped, n)
+	}
+	if k.total != int64(n) {
+		t.Errorf("the sink's own accounting has %d of %d: a statement the output dropped must still be counted", k.total, n)
+	}
 }

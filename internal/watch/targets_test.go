@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,9 +98,19 @@ func TestLossLog(t *testing.T) {
 // joiner gives up while the ring was losing rows says the ring lost it.
 func TestTakeWireRoutesAndNotes(t *testing.T) {
 	var got []*event.Statement
+	out := make(chan *event.Statement, 8)
+	next := func() {
+		select {
+		case s := <-out:
+			got = append(got, s)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no statement reached the sinks")
+		}
+	}
 	e := &engine{sample: newConnSample(capture.Sample{N: 1024, Key: 1}), wire: newWireStage(newOwnAddrs(), 8),
 		outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, func(s *event.Statement) { got = append(got, s) })
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}))
+	defer e.sink.out.close()
 	e.joiner = join.New(join.Options{}, e.joined)
 	e.readsRows = true
 	// Find a client port the 1-in-1024 sample leaves out.
@@ -113,20 +124,23 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 	e.wire.out <- fast
 	e.wire.out <- slow
 	e.takeWire()
-	if len(got) != 1 || got[0] != fast || !slices.Contains(fast.Notes, NoteSampledOut) {
+	next()
+	if len(got) != 1 || got[0] != fast || fast.Why != event.SampledOut || !slices.Contains(fast.Notes, event.SampledOut.Text()) {
 		t.Fatalf("sampled-out statement: got %d, notes %v", len(got), fast.Notes)
 	}
 	e.losses.add(0, 1_000_000)
 	e.joiner.FlushAll()
-	if len(got) != 2 || got[1] != slow || !slices.Contains(slow.Notes, NoteRingLost) ||
+	next()
+	if len(got) != 2 || got[1] != slow || slow.Why != event.RingLost || !slices.Contains(slow.Notes, event.RingLost.Text()) ||
 		!slices.ContainsFunc(slow.Notes, func(n string) bool { return strings.HasPrefix(n, "slow statement (outlier)") }) {
 		t.Fatalf("outlier: got %d, notes %v", len(got), slow.Notes)
 	}
 	e.readsRows = false
-	none := &event.Statement{Conn: conn, Cmd: "COM_QUERY"}
+	none := &event.Statement{Conn: conn, Cmd: "COM_QUERY", TRespLast: 30}
 	e.wire.out <- none
 	e.takeWire()
-	if !slices.Contains(none.Notes, NoteNoServer) {
+	next()
+	if none.Why != event.NoServer || !slices.Contains(none.Notes, event.NoServer.Text()) {
 		t.Errorf("without a server side: notes %v", none.Notes)
 	}
 	// The coverage counts the events themselves.
@@ -137,6 +151,14 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 	}
 	if c.Seen != 3 || c.Joined != 0 || unjoined != 3 || c.Outliers != 1 {
 		t.Errorf("coverage %+v", c)
+	}
+	// Per reason, the coverage says what the events say.
+	byEvent := map[string]int64{}
+	for _, s := range got {
+		byEvent[s.Why.String()]++
+	}
+	if !maps.Equal(byEvent, c.Unjoined) {
+		t.Errorf("coverage by reason %v, the events' reasons %v", c.Unjoined, byEvent)
 	}
 	if s := c.Summary(); !strings.Contains(s, "3 statements seen") || !strings.Contains(s, "1 stood out, 0 of them joined") {
 		t.Errorf("summary %q", s)

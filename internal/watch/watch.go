@@ -105,11 +105,10 @@ type Options struct {
 	// it needs when they are off (statements current, history and
 	// history_long), restored on exit.
 	EnableConsumers bool
-	// OnStatement receives every statement after the join (joined or not).
-	// It runs on the joiner's goroutine and must be quick.
-	OnStatement func(*event.Statement)
-	// Sinks get every statement after the join, as OnStatement, and a
-	// Snapshot of the live view every LiveEvery and at the end.
+	// Sinks get every statement after the join (joined or not), in the
+	// order they finished, on a goroutine of their own (a sink that wants
+	// statements only is a StatementFunc), and a Snapshot of the live view
+	// every LiveEvery and at the end.
 	Sinks []Sink
 	// Live, when set, gets a refreshed terminal view every LiveEvery.
 	Live      io.Writer

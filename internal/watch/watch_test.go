@@ -82,7 +82,7 @@ func TestHealthySysbench(t *testing.T) {
 	var h healthyTally
 	stallBefore, psi := cpuPressureUS()
 	res := runDuring(t, ctx, Options{DSN: monitor, Iface: "lo", PollInterval: 100 * time.Millisecond,
-		OnStatement: h.add}, func() error {
+		Sinks: []Sink{StatementFunc(h.add)}}, func() error {
 		_, err := workload.Sysbench(ctx, inst.DSN(""), opts, "run")
 		return err
 	})

@@ -22,7 +22,7 @@ func TestWatchWireOnlyBackpressure(t *testing.T) {
 	var read workload.SlowReaderResult
 	var seen []event.Statement
 	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 100 * time.Millisecond,
-		OnStatement: func(s *event.Statement) { seen = append(seen, *s) }},
+		Sinks: []Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, *s) })}},
 		func() (err error) {
 			read, err = workload.SlowReader(ctx, inst.DSN(""), workload.SlowReaderOptions{Rows: 100_000, RowBytes: 100, Delay: 2 * time.Second})
 			return err
