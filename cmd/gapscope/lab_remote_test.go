@@ -231,7 +231,7 @@ func TestCapturePointFlag(t *testing.T) {
 			t.Errorf("--capture-point %q: %v (exit %d), want a usage error", p, err, exitCode(err))
 		}
 	}
-	f := watchFlags{dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, poll: time.Second, minPoll: time.Second,
+	f := watchFlags{dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, storeSample: 1, eventsKeep: 1, poll: time.Second, minPoll: time.Second,
 		maxWait: time.Second, capturePoint: "client"}
 	if o, err := f.options(); err != nil || o.CapturePoint != "client" {
 		t.Errorf("--capture-point client: %+v, %v", o.CapturePoint, err)

@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"store":      {"event"},
 	"report":     {"event", "sqltext", "diagnose"},
 	"export":     {"event", "sqltext", "watch"},
-	"web":        {"event", "watch"},
+	"web":        {"event", "watch", "diagnose"},
 	"workload":   {"event", "sandbox"},
 	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans"},
 	"probe":      {"event", "collect", "workload", "diagnose"},
