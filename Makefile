@@ -4,7 +4,7 @@ BIN      := bin/gapscope
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build deps demo test test-short race tidy-check bench fuzz fuzz-brief vet clean
+.PHONY: all build deps demo test test-short race tidy-check bench fuzz fuzz-brief vet clean deb
 
 all: build
 
@@ -65,6 +65,13 @@ fuzz:
 # per invocation).
 fuzz-brief:
 	@./scripts/fuzz.sh $(FUZZTIME)
+
+# deb writes $(DIST)/gapscope_<version>_amd64.deb (packaging/build-deb.sh):
+# the binary, a systemd unit for watch, /etc/default/gapscope, man pages and
+# shell completions.
+DIST ?= dist
+deb:
+	@./packaging/build-deb.sh $(DIST)
 
 clean:
 	rm -rf bin

@@ -13,6 +13,12 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
+# make deb's test: install the package, read its man page, verify its unit,
+# complete with its bash script
+command -v man >/dev/null 2>&1 || need+=(man-db)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v adduser >/dev/null 2>&1 || need+=(adduser)
+[ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 # the race detector (make race) needs cgo, hence a C compiler
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
