@@ -1,10 +1,8 @@
 package collect
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 )
@@ -54,30 +52,6 @@ func LoadColumns(ctx context.Context, db queryer, schema string, tables ...strin
 		return nil, fmt.Errorf("reading information_schema.COLUMNS: %w", err)
 	}
 	return cols, nil
-}
-
-// ParseColumns reads a column-set fixture: lines "table: COL1,COL2,...";
-// '#' starts a comment.
-func ParseColumns(r io.Reader) (Columns, error) {
-	cols := Columns{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		t, list, ok := strings.Cut(line, ":")
-		if !ok {
-			return nil, fmt.Errorf("column fixture line %d: want \"table: COL,...\"", n)
-		}
-		for _, c := range strings.Split(list, ",") {
-			if c = strings.TrimSpace(c); c != "" {
-				cols.Add(strings.TrimSpace(t), c)
-			}
-		}
-	}
-	return cols, sc.Err()
 }
 
 // field is one column a reader wants: its name, and how to store its text

@@ -372,7 +372,8 @@ func TestJoinCursorExceptConnsSandbox(t *testing.T) {
 	ctx := context.Background()
 	var sysbench []uint64
 	for deadline := time.Now().Add(20 * time.Second); len(sysbench) < 4 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		procs, err := Processlist(ctx, db)
+		var r ProcesslistReader
+		procs, err := r.Read(ctx, db)
 		if err != nil {
 			t.Fatal(err)
 		}

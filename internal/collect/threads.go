@@ -40,14 +40,6 @@ func OwnThreadID(ctx context.Context, conn queryer) (uint64, error) {
 	return tid, nil
 }
 
-// Processlist reads information_schema.PROCESSLIST once. TimeMS uses
-// TIME_MS where the server has it (MariaDB, Percona), else TIME in whole
-// seconds. Callers that read it again and again use a ProcesslistReader.
-func Processlist(ctx context.Context, db queryer) ([]Process, error) {
-	var r ProcesslistReader
-	return r.Read(ctx, db)
-}
-
 // ProcesslistReader reads the processlist repeatedly, learning the
 // server's columns on its first read only: that lookup (information_schema.
 // COLUMNS) costs the server more than the processlist itself.

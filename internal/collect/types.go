@@ -179,33 +179,6 @@ func (s ServerInfo) AtLeast(major, minor, patch int) bool {
 // MariaDB reports whether the server is MariaDB.
 func (s ServerInfo) MariaDB() bool { return s.Flavor == "mariadb" }
 
-// ServerStage is one row of events_stages_history(_long).
-type ServerStage struct {
-	ThreadID, EventID, EndEventID   uint64
-	EventName                       string
-	TimerStart, TimerEnd, TimerWait uint64
-	StartUS, EndUS                  int64
-	NestingEventID                  uint64
-	WorkCompleted, WorkEstimated    int64
-}
-
-// ServerWait is one row of events_waits_history(_long). Its times use the
-// wait timer, which may differ from the statement timer (see Clock.Wait).
-type ServerWait struct {
-	ThreadID, EventID, EndEventID   uint64
-	EventName                       string
-	Source                          string
-	TimerStart, TimerEnd, TimerWait uint64
-	StartUS, EndUS                  int64
-	Spins                           int64
-	ObjectSchema, ObjectName        string
-	ObjectType, IndexName           string
-	NestingEventID                  uint64
-	NestingEventType                string
-	Operation                       string
-	NumberOfBytes                   int64
-}
-
 // Process is one row of the processlist.
 type Process struct {
 	ID      uint64 `json:"id"`
@@ -228,70 +201,4 @@ type PoolGroup struct {
 	QueueLength    int  `json:"queue_length"`
 	HasListener    bool `json:"has_listener"`
 	IsStalled      bool `json:"is_stalled"`
-}
-
-// PoolQueued is one row of THREAD_POOL_QUEUES: a connection waiting for a
-// worker of its group.
-type PoolQueued struct {
-	GroupID      int    `json:"group_id"`
-	Position     int    `json:"position"`
-	Priority     int    `json:"priority"`
-	ConnectionID uint64 `json:"connection_id"`
-	QueueingUS   int64  `json:"queueing_us"`
-}
-
-// PoolStats is one row of THREAD_POOL_STATS (counters since start).
-type PoolStats struct {
-	GroupID                   int   `json:"group_id"`
-	ThreadCreations           int64 `json:"thread_creations"`
-	ThreadCreationsDueToStall int64 `json:"thread_creations_due_to_stall"`
-	Wakes                     int64 `json:"wakes"`
-	WakesDueToStall           int64 `json:"wakes_due_to_stall"`
-	Throttles                 int64 `json:"throttles"`
-	Stalls                    int64 `json:"stalls"`
-	PollsByListener           int64 `json:"polls_by_listener"`
-	PollsByWorker             int64 `json:"polls_by_worker"`
-	DequeuesByListener        int64 `json:"dequeues_by_listener"`
-	DequeuesByWorker          int64 `json:"dequeues_by_worker"`
-}
-
-// Digest is one row of events_statements_summary_by_digest. Columns a server
-// lacks (MariaDB has no quantiles, CPU or sample text) stay zero.
-type Digest struct {
-	Schema, Digest, DigestText string
-	CountStar                  int64
-	SumTimerWait, MinTimerWait uint64
-	AvgTimerWait, MaxTimerWait uint64
-	SumLockTime                uint64
-	SumErrors, SumWarnings     int64
-	SumRowsAffected            int64
-	SumRowsSent                int64
-	SumRowsExamined            int64
-	SumCreatedTmpDiskTables    int64
-	SumSelectScan              int64
-	SumNoIndexUsed             int64
-	SumCPUTime                 uint64 // MySQL 8.0.28+
-	Quantile95, Quantile99     uint64 // MySQL 8.0+
-	Quantile999                uint64
-	QuerySampleText            string // MySQL 8.0+
-	FirstSeen, LastSeen        string
-}
-
-// TableStats is one row of mysql.innodb_table_stats.
-type TableStats struct {
-	Database, Table      string
-	LastUpdate           string
-	NRows                int64
-	ClusteredIndexSize   int64
-	SumOfOtherIndexSizes int64
-}
-
-// IndexStat is one row of mysql.innodb_index_stats.
-type IndexStat struct {
-	Database, Table, Index string
-	LastUpdate             string
-	StatName               string
-	StatValue              int64
-	SampleSize             int64 // -1 when NULL
-	StatDescription        string
 }

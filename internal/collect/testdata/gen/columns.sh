@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the column-set fixture of the server the mariadb/mysql client reaches
-# with the given arguments, in the format collect.ParseColumns reads:
+# with the given arguments, in the format the collect tests read (parseColumns):
 #   testdata/gen/columns.sh -h 127.0.0.1 -P 3307 -u root > testdata/columns/mariadb-10.11.txt
 # Start a private server with `gapscope lab up --opt=--performance-schema=ON`.
 set -euo pipefail
