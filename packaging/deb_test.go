@@ -219,6 +219,8 @@ func checkWatchAsService(t *testing.T) {
 	if err := os.WriteFile("/etc/gapscope/my.cnf", []byte(cnf), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// systemd makes the StateDirectory, owned by the service's user.
+	run(t, "install", "-d", "-m", "0750", "-o", "gapscope", "-g", "gapscope", "/var/lib/gapscope")
 	text := watchAs(t, db, "+net_raw")
 	if strings.Contains(text, "CAP_NET_RAW") || strings.Contains(text, "no capture") {
 		t.Errorf("watch did not capture with CAP_NET_RAW alone:\n%s", text)
@@ -228,6 +230,9 @@ func checkWatchAsService(t *testing.T) {
 	}
 	if strings.Contains(text, password) {
 		t.Errorf("watch printed the password:\n%s", text)
+	}
+	if fi, err := os.Stat("/var/lib/gapscope/watch.db"); err != nil || fi.Size() == 0 {
+		t.Errorf("no store in the state directory (/etc/default/gapscope's --store): %v", err)
 	}
 	t.Logf("watch as gapscope with CAP_NET_RAW:\n%s", tail(text, 1500))
 	// The control: without the capability the same run cannot capture.
@@ -248,10 +253,11 @@ func watchAs(t *testing.T, db *sql.DB, caps string) string {
 	if caps != "" {
 		set += "," + caps
 	}
-	cmd := exec.Command("setpriv", "--reuid=gapscope", "--regid=gapscope", "--init-groups",
-		"--inh-caps="+set, "--ambient-caps="+set, "--bounding-set="+set, "--no-new-privs", "--",
-		"/usr/bin/gapscope", "watch", "--no-live", "--defaults-file=/etc/gapscope/my.cnf", "--duration=4s", "--cpu-budget=0")
-	cmd.Dir = "/"
+	args := append([]string{"--reuid=gapscope", "--regid=gapscope", "--init-groups",
+		"--inh-caps=" + set, "--ambient-caps=" + set, "--bounding-set=" + set, "--no-new-privs", "--"},
+		execStart(t)...)
+	cmd := exec.Command("setpriv", append(args, "--duration=4s", "--cpu-budget=0")...)
+	cmd.Dir = "/var/lib/gapscope"
 	out, err := cmd.CombinedOutput()
 	close(stop)
 	<-done
@@ -259,6 +265,45 @@ func watchAs(t *testing.T, db *sql.DB, caps string) string {
 		t.Fatalf("watch as the gapscope user (capabilities %q): %v\n%s", caps, err, out)
 	}
 	return string(out)
+}
+
+// execStart is the unit's command line with /etc/default/gapscope's
+// settings put in as systemd puts them (${VAR} one word, $VAR split on
+// spaces), but --http on a free port.
+func execStart(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, line, ok := strings.Cut(string(b), "\nExecStart=")
+	if !ok {
+		t.Fatal("the unit has no ExecStart")
+	}
+	line, _, _ = strings.Cut(line, "\n")
+	env := map[string]string{}
+	def, err := os.ReadFile("/etc/default/gapscope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(def), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
+			env[k] = strings.Trim(v, `"`)
+		}
+	}
+	env["GAPSCOPE_HTTP"] = "127.0.0.1:0"
+	var out []string
+	for _, w := range strings.Fields(line) {
+		switch {
+		case strings.Contains(w, "${"):
+			out = append(out, os.Expand(w, func(k string) string { return env[k] }))
+		case strings.HasPrefix(w, "$"):
+			out = append(out, strings.Fields(env[w[1:]])...)
+		default:
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // load runs a short statement on a few connections until stop closes.
