@@ -15,8 +15,9 @@ type Reason uint8
 const (
 	ReasonNone Reason = iota
 
-	// A wire statement's root cause, set by the capture: the join, if it
-	// fails, keeps these rather than its own.
+	// What the capture found that may keep a wire statement from its
+	// server row: its reason where no join runs (analyze); where one runs,
+	// the join's reason replaces it (such statements often join).
 	NoResponse // COM_QUIT and the like: no response, nothing to join
 	TLS        // encrypted, and the connection's id unknown: no text to match
 	NoText     // a prepared statement prepared before the capture started
@@ -98,10 +99,6 @@ func (r Reason) Text() string {
 	}
 	return reasonTable[r].text
 }
-
-// RootCause reports whether the capture set r: the join keeps it over
-// its own reason when it gives the statement up.
-func (r Reason) RootCause() bool { return r >= NoResponse && r <= MidStream }
 
 // ServerOnly reports whether r explains a server statement without a wire half.
 func (r Reason) ServerOnly() bool { return r >= NoCapture && r <= NotOnWire }

@@ -48,14 +48,15 @@ func pairInterval(c *connState, i int, it *rowItem) (iv interval, ok bool) {
 }
 
 // startWindow is when the server can have started statement s, in capture
-// time: after its last request byte reached the server and before its
-// first answer byte left it. Across a link each is a transit away from
-// what the capture saw (the measured round trip, assumed symmetric); a
-// transit longer than half the statement is cut to that.
+// time: after its first request byte reached the server (a long request
+// is read while the statement's timer runs) and before its first answer
+// byte left it. Across a link each is a transit away from what the
+// capture saw (the measured round trip, assumed symmetric); a transit
+// longer than half the statement is cut to that.
 func startWindow(s *event.Statement, answer int64) interval {
 	reqLast := max(s.TReqLast, s.TReqFirst)
 	d := min(max(s.TransitUS, 0), max(answer-reqLast, 0)/2)
-	return interval{lo: reqLast + d, hi: answer - d}
+	return interval{lo: s.TReqFirst + d, hi: answer - d}
 }
 
 // minus moves an interval of capture times to timer origins (raw is a

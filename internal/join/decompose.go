@@ -69,7 +69,12 @@ func decompose(s *event.Statement, startUS, endUS int64, spans []event.Span, sta
 	s.Joined, s.Why = true, event.ReasonNone
 
 	c := clamp{startMovedUS: S - startUS, endMovedUS: endUS - E}
-	if abs(c.startMovedUS) > startNoteUS {
+	if reqLast > s.TReqFirst && startUS >= s.TReqFirst+d-startNoteUS && startUS < arrived && c.startMovedUS > startNoteUS {
+		// Expected, not a clock error: the server began while the rest
+		// of a long request was still arriving; the overlap is request.
+		s.Notes = append(s.Notes, fmt.Sprintf("join: the server started %d us before the request's last byte (a %d-byte request still arriving): the overlap counts as request", c.startMovedUS, s.ReqBytes))
+		c.startMovedUS = 0
+	} else if abs(c.startMovedUS) > startNoteUS {
 		s.Notes = append(s.Notes, fmt.Sprintf("join: server start moved %+d us into the wire window (allowed %d us)", c.startMovedUS, startNoteUS))
 	}
 	if abs(c.endMovedUS) > endNoteUS {

@@ -107,9 +107,23 @@ func TestDecomposeUsesStatementSpans(t *testing.T) {
 
 func TestDecomposeNoteNamesDirection(t *testing.T) {
 	s := &event.Statement{TReqFirst: 1000, TReqLast: 1500, TRespLast: 3000}
-	decompose(s, 1200, 2000, nil, 100, 300)
-	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "+300 us") || !strings.Contains(s.Notes[0], "100 us") {
+	decompose(s, 700, 2000, nil, 100, 300)
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "+800 us") || !strings.Contains(s.Notes[0], "100 us") {
 		t.Fatalf("notes = %q", s.Notes)
+	}
+}
+
+// A server start inside the request's own transfer (a long request, read
+// while the statement's timer runs) is no clock error: the overlap is
+// request time, said as such, and not counted as a clamp.
+func TestDecomposeStartDuringLongRequest(t *testing.T) {
+	s := &event.Statement{TReqFirst: 1000, TReqLast: 1500, TRespLast: 3000, ReqBytes: 4 << 20}
+	c := decompose(s, 1200, 2000, nil, 100, 300)
+	if s.RequestUS != 500 || s.QueueUS != 0 || s.ExecUS != 500 || s.DeliveryUS != 1000 || c.startMovedUS != 0 {
+		t.Errorf("request/queue/exec/delivery %d/%d/%d/%d, clamp %+v", s.RequestUS, s.QueueUS, s.ExecUS, s.DeliveryUS, c)
+	}
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "300 us before the request's last byte") || strings.Contains(s.Notes[0], "moved") {
+		t.Errorf("notes = %q", s.Notes)
 	}
 }
 

@@ -688,11 +688,14 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
 		return 0, false
 	}
-	// The server starts a statement after its last request byte and
-	// before its first response byte: how far S lies outside that gap
-	// is the evidence. E is no evidence: the server ends a statement
-	// after sending its answer, by up to milliseconds on a busy host.
-	return max(s.TReqLast-r.StartUS, 0) + max(r.StartUS-answer, 0), true
+	// The server starts a statement once its request begins to arrive
+	// and before its first response byte: how far S lies outside that gap
+	// is the evidence. A request of one segment arrives at once; a long
+	// one (a 20 MB INSERT, a client that sends slowly) is read while
+	// performance_schema's timer already runs, measured at its first
+	// byte. E is no evidence: the server ends a statement after sending
+	// its answer, by up to milliseconds on a busy host.
+	return max(s.TReqFirst-r.StartUS, 0) + max(r.StartUS-answer, 0), true
 }
 
 // latestEnd bounds the end of the i-th pending wire statement's row. The
@@ -872,16 +875,14 @@ func (j *Joiner) rowWithin(c *connState, t int64) bool {
 }
 
 // unjoined emits s without a server row, noting why (an expiry or an
-// eviction in progress overrides the reason its caller saw; a root cause
-// the capture found is kept over both).
+// eviction in progress overrides the reason its caller saw). The join's
+// reason replaces what the capture noted (mid-stream, TLS...): those
+// statements can join, so when one does not, the join says why.
 func (j *Joiner) unjoined(s *event.Statement, why event.Reason) {
 	if j.giving != event.ReasonNone && why != event.NoConn {
 		why = j.giving
 	}
-	s.Joined = false
-	if !s.Why.RootCause() {
-		s.Why = why
-	}
+	s.Joined, s.Why = false, why
 	s.Notes = append(s.Notes, why.Text())
 	j.stats.UnjoinedWire++
 	j.deliver(s)

@@ -371,13 +371,10 @@ var (
 	sampledOutNotes = []string{event.SampledOut.Text()}
 )
 
-// leftOut marks s unjoined for why, never handed to the joiner (a root
-// cause the capture found is kept).
+// leftOut marks s unjoined for why: never handed to the joiner.
 func leftOut(s *event.Statement, why event.Reason, note []string) {
 	s.Notes = addNote(s.Notes, note)
-	if !s.Why.RootCause() {
-		s.Why = why
-	}
+	s.Why = why
 }
 
 // addNote appends the one note of shared to notes, or returns shared

@@ -1,0 +1,196 @@
+package watch
+
+import (
+	"context"
+	"database/sql"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sandbox"
+	"github.com/go-sql-driver/mysql"
+)
+
+// fieldArgs: the server as the field tests need it (big packets, the
+// statement consumers on, multi-statements allowed by the client).
+var fieldArgs = append(append([]string(nil), serverArgs...), "--max-allowed-packet=64M")
+
+// collectStatements runs watch at its default flags around load and
+// returns every statement it reported whose SQL contains one of marks.
+func collectStatements(t *testing.T, ctx context.Context, inst *sandbox.Instance, load func() error, marks ...string) ([]event.Statement, *Result) {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.DSN, opts.Iface = monitorDSN(t, inst), "lo"
+	var mu sync.Mutex
+	var got []event.Statement
+	opts.Sinks = append(opts.Sinks, StatementFunc(func(s *event.Statement) {
+		for _, m := range marks {
+			if strings.Contains(s.SQL, m) || strings.Contains(s.DigestText, m) {
+				mu.Lock()
+				got = append(got, *s)
+				mu.Unlock()
+				return
+			}
+		}
+	}))
+	res := runDuring(t, ctx, opts, load)
+	mu.Lock()
+	defer mu.Unlock()
+	return got, res
+}
+
+func checkParts(t *testing.T, s *event.Statement) {
+	t.Helper()
+	if s.RequestUS+s.QueueUS+s.ExecUS+s.SendStallUS+s.DeliveryUS != s.ClientUS {
+		t.Errorf("parts do not sum to client_us: %+v", s)
+	}
+}
+
+// A request longer than the server's first read (a 20 MB INSERT, many
+// packets): the server starts the statement, and performance_schema its
+// timer, before the last request byte arrives. The statement is joined,
+// the overlap is request time, and the server's work is exec.
+func TestHugeRequestJoined(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	payload := strings.Repeat("x", 20<<20)
+	got, res := collectStatements(t, ctx, inst, func() error {
+		// A connection of its own, opened while watch runs, which goes on
+		// after the INSERT: the next statement's row must not take the
+		// INSERT's place.
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "/* huge-insert */ INSERT INTO f.big VALUES (1, '"+payload+"')"); err != nil {
+			return err
+		}
+		_, err = conn.ExecContext(ctx, "DO 1 /* after-huge */")
+		return err
+	}, "f.big", "do ?")
+	var s *event.Statement
+	for i := range got {
+		if strings.Contains(got[i].SQL, "f.big") {
+			s = &got[i]
+		}
+		if strings.Contains(got[i].SQL, "do ?") && !got[i].Joined {
+			t.Errorf("the statement after the INSERT was not joined: %v %v", got[i].Why, got[i].Notes)
+		}
+	}
+	if s == nil || len(got) != 2 {
+		t.Fatalf("%d statements reported, want the INSERT and the one after it (notes %v)", len(got), res.Notes)
+	}
+	t.Logf("joined %v reason %v client %d request %d queue %d exec %d delivery %d req_bytes %d notes %v",
+		s.Joined, s.Why, s.ClientUS, s.RequestUS, s.QueueUS, s.ExecUS, s.DeliveryUS, s.ReqBytes, s.Notes)
+	if !s.Joined {
+		t.Fatalf("the 20 MB INSERT was not joined: %v %v", s.Why, s.Notes)
+	}
+	checkParts(t, s)
+	if s.ReqBytes < 20<<20 {
+		t.Errorf("req_bytes %d, want the whole 20 MB request", s.ReqBytes)
+	}
+	if s.RequestUS < s.TReqLast-s.TReqFirst {
+		t.Errorf("request_us %d is less than the request's own transfer (%d µs)", s.RequestUS, s.TReqLast-s.TReqFirst)
+	}
+	for _, n := range s.Notes {
+		if strings.Contains(n, "moved") {
+			t.Errorf("a server start inside the request's transfer is expected, not a clock error: %q", n)
+		}
+	}
+}
+
+// A client that sends its request slowly (a 2 MB INSERT written in
+// pieces with pauses): the wait for the rest of the request is request
+// time, not the server's work.
+func TestSlowSenderJoined(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"CREATE DATABASE f", "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT)"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pause = 100 * time.Millisecond
+	got, _ := collectStatements(t, ctx, inst, func() error {
+		return slowInsert(ctx, inst, 2<<20, 8, pause)
+	}, "f.big") // comments are not part of the reported text
+	if len(got) != 1 {
+		t.Fatalf("%d slow-sender INSERTs reported, want 1", len(got))
+	}
+	s := got[0]
+	t.Logf("joined %v client %d request %d queue %d exec %d delivery %d", s.Joined, s.ClientUS, s.RequestUS, s.QueueUS, s.ExecUS, s.DeliveryUS)
+	if !s.Joined {
+		t.Fatalf("the slowly sent INSERT was not joined: %v %v", s.Why, s.Notes)
+	}
+	checkParts(t, &s)
+	if s.RequestUS < (7 * pause).Microseconds() {
+		t.Errorf("request_us %d: the 7 pauses of %v inside the request are the client's", s.RequestUS, pause)
+	}
+	if s.ExecUS > s.ClientUS/2 {
+		t.Errorf("exec_us %d of %d: the wait for the request's bytes is not the server's work", s.ExecUS, s.ClientUS)
+	}
+}
+
+// slowInsert sends one INSERT of about n bytes through a connection whose
+// writes of over a megabyte go out in pieces with pause between them (a
+// client that dawdles while sending: no driver does it on purpose).
+func slowInsert(ctx context.Context, inst *sandbox.Instance, n, pieces int, pause time.Duration) error {
+	mysql.RegisterDialContext("slowtcp", func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return &slowWriter{Conn: c, pieces: pieces, pause: pause}, nil
+	})
+	db, err := sql.Open("mysql", strings.Replace(inst.DSN(""), "@tcp(", "@slowtcp(", 1))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, "/* slow-sender */ INSERT INTO f.big VALUES (1, '"+strings.Repeat("y", n)+"')")
+	return err
+}
+
+type slowWriter struct {
+	net.Conn
+	pieces int
+	pause  time.Duration
+}
+
+func (w *slowWriter) Write(b []byte) (int, error) {
+	if len(b) < 1<<20 {
+		return w.Conn.Write(b)
+	}
+	step := (len(b) + w.pieces - 1) / w.pieces
+	for i := 0; i < len(b); i += step {
+		if i > 0 {
+			time.Sleep(w.pause)
+		}
+		if _, err := w.Conn.Write(b[i:min(i+step, len(b))]); err != nil {
+			return i, err
+		}
+	}
+	return len(b), nil
+}
