@@ -14,7 +14,8 @@
 # Usage: scripts/soak.sh [BINARY]
 # Environment: SOAK_MINUTES (30), WARMUP (minutes, 5; at most a third of
 # the run), RATE (5000), BATCH (500), STORE_MAX (20MB), EVENTS_MAX (10MB),
-# EVENTS_KEEP (2), KEEP_WORK (1: keep the work directory). Needs root
+# EVENTS_KEEP (2), KEEP_WORK (1: keep the work directory), WATCH_ARGS (more
+# watch flags, e.g. "--memprofile /tmp/heap": kill -USR1 takes a profile). Needs root
 # (capture), the mariadb client and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,7 +48,7 @@ HTTP_PORT=$(( PORT + 1000 ))
 "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json \
   --store "$WORK/soak.db" --store-max-size "$STORE_MAX" \
   --events "$WORK/events.jsonl" --events-max-size "$EVENTS_MAX" --events-keep "$EVENTS_KEEP" \
-  --http "127.0.0.1:$HTTP_PORT" >"$WORK/watch.json" 2>"$WORK/watch.err" &
+  --http "127.0.0.1:$HTTP_PORT" ${WATCH_ARGS:-} >"$WORK/watch.json" 2>"$WORK/watch.err" &
 WATCH_PID=$!
 for _ in $(seq 50); do grep -q . "$WORK/watch.err" 2>/dev/null && curl -fs "127.0.0.1:$HTTP_PORT/metrics" >/dev/null && break; sleep 0.2; done
 

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
@@ -42,7 +44,7 @@ type watchFlags struct {
 	ringMB                    int
 	sample                    uint16
 	cpuBudget                 float64
-	cpuProfile                string
+	cpuProfile, memProfile    string
 	top                       int
 	exp                       exportFlags
 	capturePoint              string
@@ -115,6 +117,7 @@ time there outgrows the smallest row takes that row's place.`,
 	fl.Float64Var(&f.cpuBudget, "cpu-budget", 100*d.CPUBudget, "keep watch's own CPU under this percentage of the host's CPUs on average: every statement is always captured and counted, and every slow one joined; on a server too busy for the budget, the fast statements of only 1 in 2, 4, 8... connections (by client port, always at least one busy connection) are joined and decomposed, and the report says so; 0: join every connection whatever it costs")
 	fl.Uint16Var(&f.sample, "sample", d.Sample, "join the fast statements of a fixed 1 in N connections (chosen by a hash of the client port) instead of letting --cpu-budget choose; every connection is still captured; 1: all, as the budget allows")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gapscope itself to this file (to measure its cost)")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go heap profile of gapscope itself to this file on exit, and to FILE.1, FILE.2... on each SIGUSR1 (diff two with go tool pprof -base)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
 	f.exp.register(fl)
 	fl.StringVar(&f.capturePoint, "capture-point", capture.PointAuto, "where the capture runs: server (the server's host), client (the application's host), between (a tap), or auto (from this host's addresses); off the server's host the network transit measured from TCP goes to request and delivery, never to queue")
@@ -196,6 +199,9 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 			return err
 		}
 		defer stop()
+	}
+	if f.memProfile != "" {
+		defer startMemProfile(f.memProfile, errOut)()
 	}
 	// The banner names the server the driver will reach (the defaults
 	// file's socket, say), and a DSN gapscope cannot use is refused before
@@ -438,6 +444,54 @@ func (o *watchOutputs) close(res *watch.Result) error {
 }
 
 // startCPUProfile profiles gapscope until the returned function runs.
+// startMemProfile writes a heap profile to path.N on each SIGUSR1 and to
+// path when the returned stop runs (at exit). Each write follows a GC, so
+// the in-use figures are the live heap at that moment.
+func startMemProfile(path string, errOut io.Writer) (stop func()) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-usr1:
+				if err := writeHeapProfile(fmt.Sprintf("%s.%d", path, n)); err != nil {
+					fmt.Fprintf(errOut, "warning: %v\n", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(usr1)
+		close(done)
+		wg.Wait()
+		if err := writeHeapProfile(path); err != nil {
+			fmt.Fprintf(errOut, "warning: %v\n", err)
+		}
+	}
+}
+
+func writeHeapProfile(path string) error {
+	pf, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating heap profile: %w", err)
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(pf, 0)
+	if cerr := pf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing heap profile %s: %w", path, err)
+	}
+	return nil
+}
+
 func startCPUProfile(path string) (func(), error) {
 	pf, err := os.Create(path)
 	if err != nil {

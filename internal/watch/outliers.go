@@ -34,15 +34,24 @@ const (
 	outlierFloor      = 10 * time.Millisecond
 	outlierCeiling    = 100 * time.Millisecond
 	outlierMinSamples = 100
-	// maxSketches bounds the digests followed; past it, new digests are
-	// judged by the floor alone.
+	// maxSketches bounds the digests followed (20,000 × ~170 bytes with
+	// the map's entry: under 4 MB). Past it, the digests that have not
+	// reached outlierMinSamples are dropped, at most once every
+	// sweepEvery new digests (a sweep reads every sketch), so a digest that
+	// turns hot later still gets one; new digests while none is free are
+	// judged by the floor alone. Without the sweep an application naming
+	// its statements anew (an alias per call) fills the map with digests
+	// seen once, and every digest after them goes without a p99 for good.
 	maxSketches = 20_000
+	sweepEvery  = maxSketches / 8
 )
 
 // outlierRule applies the rule above. It belongs to the capture's
 // goroutine (wireStage.take), which feeds it every statement.
 type outlierRule struct {
 	sketches map[string]*latencySketch
+	// missed counts the digests turned away since the last sweep.
+	missed int
 }
 
 func newOutlierRule() *outlierRule { return &outlierRule{sketches: map[string]*latencySketch{}} }
@@ -53,7 +62,7 @@ func newOutlierRule() *outlierRule { return &outlierRule{sketches: map[string]*l
 func (o *outlierRule) observe(s *event.Statement) bool {
 	us := s.ClientUS
 	sk := o.sketches[s.Digest]
-	if sk == nil && len(o.sketches) < maxSketches {
+	if sk == nil && o.room() {
 		sk = &latencySketch{}
 		o.sketches[s.Digest] = sk
 	}
@@ -69,16 +78,49 @@ func (o *outlierRule) observe(s *event.Statement) bool {
 	return bucketOf(us) > sk.quantileBucket(0.99)
 }
 
+// room reports whether a new digest can have a sketch, sweeping the
+// undecided ones out when the map is full (see maxSketches).
+func (o *outlierRule) room() bool {
+	if len(o.sketches) < maxSketches {
+		return true
+	}
+	if o.missed++; o.missed < sweepEvery {
+		return false
+	}
+	o.missed = 0
+	for d, sk := range o.sketches {
+		if sk.n < outlierMinSamples {
+			delete(o.sketches, d)
+		}
+	}
+	return len(o.sketches) < maxSketches
+}
+
 // latencySketch is a histogram of latencies in buckets a quarter of a
 // doubling wide (19% apart): enough to tell a statement's p99 from its
-// outliers, in 1.5 KB per digest whatever the count.
+// outliers. The rule compares a latency with the p99 only between the
+// floor and the ceiling, so only the buckets there are kept; the
+// latencies under the floor are counted in one bucket and those past the
+// ceiling in another: the same answers as a sketch of every bucket, in
+// ~150 bytes per digest instead of 1.5 KB.
 type latencySketch struct {
-	n       uint64
-	buckets [sketchBuckets]uint64
+	n            uint64
+	below, above uint64
+	buckets      [sketchSpan]uint64 // bucketOf(floor) .. bucketOf(ceiling)
 }
 
 // sketchBuckets covers 1 µs to 2^48 µs, four buckets per doubling.
 const sketchBuckets = 48 * 4
+
+// The buckets a latencySketch keeps.
+var (
+	sketchLow  = bucketOf(outlierFloor.Microseconds())
+	sketchHigh = bucketOf(outlierCeiling.Microseconds())
+)
+
+// sketchSpan is sketchHigh-sketchLow+1, as a constant for the array
+// (TestSketchSpan checks it).
+const sketchSpan = 15
 
 // bucketOf is the bucket of a latency in µs: the index of its highest bit
 // times four, plus the next two bits (below 4 µs, one bucket per µs).
@@ -103,21 +145,34 @@ func bucketLow(b int) int64 {
 
 func (k *latencySketch) add(us int64) {
 	k.n++
-	k.buckets[bucketOf(us)]++
+	switch b := bucketOf(us); {
+	case b < sketchLow:
+		k.below++
+	case b > sketchHigh:
+		k.above++
+	default:
+		k.buckets[b-sketchLow]++
+	}
 }
 
-// quantileBucket returns the bucket holding the q-quantile.
+// quantileBucket returns the bucket holding the q-quantile: sketchLow-1
+// when it is under the floor's bucket, sketchHigh+1 when past the
+// ceiling's.
 func (k *latencySketch) quantileBucket(q float64) int {
 	rank := uint64(q * float64(k.n))
-	var seen uint64
-	for b, c := range k.buckets {
+	seen := k.below
+	if seen > rank {
+		return sketchLow - 1
+	}
+	for i, c := range k.buckets {
 		seen += c
 		if seen > rank {
-			return b
+			return sketchLow + i
 		}
 	}
-	return sketchBuckets - 1
+	return sketchHigh + 1
 }
 
-// quantile returns the lower edge of the bucket holding the q-quantile.
+// quantile returns the lower edge of the bucket holding the q-quantile
+// (under the floor: the edge of the bucket below the floor's).
 func (k *latencySketch) quantile(q float64) int64 { return bucketLow(k.quantileBucket(q)) }

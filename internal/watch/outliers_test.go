@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -61,5 +63,84 @@ func TestOutlierRule(t *testing.T) {
 		if o.observe(stmt("point", int64(50+i%9000))) {
 			t.Fatal("a statement under the floor stood out")
 		}
+	}
+}
+
+func TestSketchSpan(t *testing.T) {
+	if sketchHigh-sketchLow+1 != sketchSpan {
+		t.Fatalf("sketchSpan %d, the floor's and the ceiling's buckets %d..%d", sketchSpan, sketchLow, sketchHigh)
+	}
+}
+
+// fullSketch is the sketch of every bucket the compact one stands for.
+type fullSketch struct {
+	n       uint64
+	buckets [sketchBuckets]uint64
+}
+
+func (k *fullSketch) add(us int64) { k.n++; k.buckets[bucketOf(us)]++ }
+
+func (k *fullSketch) quantileBucket(q float64) int {
+	rank := uint64(q * float64(k.n))
+	var seen uint64
+	for b, c := range k.buckets {
+		if seen += c; seen > rank {
+			return b
+		}
+	}
+	return sketchBuckets - 1
+}
+
+// TestCompactSketchDecides: between the floor and the ceiling, where the
+// rule asks the p99, the compact sketch answers as the full one, whatever
+// the distribution (all under the floor, around it, past the ceiling).
+func TestCompactSketchDecides(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 300 {
+		var c latencySketch
+		var f fullSketch
+		center := int64(1) << (rng.IntN(22)) // 1 µs .. 2 s
+		for range 50 + rng.IntN(3000) {
+			us := center/2 + rng.Int64N(center*2+1)
+			if rng.IntN(50) == 0 {
+				us *= 10
+			}
+			c.add(us)
+			f.add(us)
+		}
+		if c.n != f.n {
+			t.Fatalf("trial %d: counted %d, full sketch %d", trial, c.n, f.n)
+		}
+		for us := outlierFloor.Microseconds(); us < outlierCeiling.Microseconds(); us += 997 {
+			if got, want := bucketOf(us) > c.quantileBucket(0.99), bucketOf(us) > f.quantileBucket(0.99); got != want {
+				t.Fatalf("trial %d (center %d µs): %d µs stands out %v, full sketch says %v", trial, center, us, got, want)
+			}
+		}
+	}
+}
+
+// TestOutlierRuleBounded: 500,000 digests seen once (an alias per call)
+// leave at most maxSketches sketches, and a digest that turns hot after
+// them still gets its p99.
+func TestOutlierRuleBounded(t *testing.T) {
+	o := newOutlierRule()
+	for i := range 500_000 {
+		o.observe(stmt(fmt.Sprintf("churn-%d", i), 500))
+		if len(o.sketches) > maxSketches {
+			t.Fatalf("%d sketches after %d digests, bound %d", len(o.sketches), i+1, maxSketches)
+		}
+	}
+	for i := range 20_000 {
+		o.observe(stmt("report", 30_000))
+		o.observe(stmt(fmt.Sprintf("late-%d", i), 500))
+	}
+	if o.sketches["report"] == nil {
+		t.Fatal("a digest that turned hot after the churn has no sketch")
+	}
+	if o.observe(stmt("report", 30_000)) {
+		t.Error("a usual run of a hot digest stood out: the rule has no p99 for it")
+	}
+	if len(o.sketches) > maxSketches {
+		t.Errorf("%d sketches, bound %d", len(o.sketches), maxSketches)
 	}
 }
