@@ -313,18 +313,3 @@ func (p *Prometheus) countFindings(fs []event.Finding) {
 	}
 	p.raised = now
 }
-
-// SeriesDigests returns the digests that have their own series now, for
-// tests and the docs' series count.
-func (p *Prometheus) SeriesDigests() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, d := range p.digests {
-		if d.top {
-			out = append(out, d.name)
-		}
-	}
-	slices.Sort(out)
-	return out
-}

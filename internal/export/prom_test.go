@@ -1,6 +1,7 @@
 package export
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -106,7 +107,7 @@ func TestPrometheusTopK(t *testing.T) {
 		p.Statement(stmt("cccc", 100, true)) // now 1100 µs: above bbbb
 	}
 	p.Snapshot(&watch.Snapshot{})
-	if d := p.SeriesDigests(); len(d) != 2 || d[0] != "aaaa" || d[1] != "cccc" {
+	if d := seriesDigests(p); len(d) != 2 || d[0] != "aaaa" || d[1] != "cccc" {
 		t.Fatalf("series digests after re-ranking: %v", d)
 	}
 	p.Statement(stmt("cccc", 100, true))
@@ -146,4 +147,18 @@ func TestPrometheusFindingsAndHealth(t *testing.T) {
 			t.Errorf("unjoined %s = %v, want %v", label(m, "reason"), m.GetCounter().GetValue(), want)
 		}
 	}
+}
+
+// seriesDigests returns the digests that have their own series now.
+func seriesDigests(p *Prometheus) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, d := range p.digests {
+		if d.top {
+			out = append(out, d.name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

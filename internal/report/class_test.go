@@ -107,20 +107,6 @@ func TestValueCountsBounded(t *testing.T) {
 	}
 }
 
-func TestMergeKeepsExactValues(t *testing.T) {
-	a := NewProfile(ProfileOptions{Metric: ServerLatency})
-	b := NewProfile(ProfileOptions{Metric: ServerLatency})
-	a.Add(serverStmt(36, "", ""))
-	b.Add(serverStmt(275, "", ""))
-	if err := a.Merge(b); err != nil {
-		t.Fatal(err)
-	}
-	d := a.Result().Digests[0]
-	if d.P95US != 275 || d.P50US != 36 || d.MinUS != 36 || d.Calls != 2 {
-		t.Errorf("merged: p50 %d p95 %d min %d calls %d", d.P50US, d.P95US, d.MinUS, d.Calls)
-	}
-}
-
 func TestClassIDGrouping(t *testing.T) {
 	p := NewProfile(ProfileOptions{Metric: ServerLatency})
 	s1 := serverStmt(10, "", "")

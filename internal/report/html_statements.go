@@ -24,15 +24,6 @@ func NewStatementSummary() *StatementSummary {
 		queue: queueSeries{widthUS: 1e6, buckets: map[queueKey]queueBucket{}}}
 }
 
-// SummarizeStatements is NewStatementSummary plus Add of each statement.
-func SummarizeStatements(sts []event.Statement) *StatementSummary {
-	s := NewStatementSummary()
-	for i := range sts {
-		s.Add(&sts[i])
-	}
-	return s
-}
-
 // Add counts one statement.
 func (s *StatementSummary) Add(st *event.Statement) {
 	s.n++

@@ -42,7 +42,7 @@ func htmlFixture() *HTMLData {
 		Source:     "/tmp/fixture.db",
 		Runs:       []RunInfo{{ID: 1, StartUS: htmlFixtureStart, EndUS: htmlFixtureStart + 32*60e6, Command: "probe", DSN: "monitor:***@tcp(db1:3306)/"}},
 		Probe:      probe,
-		Statements: SummarizeStatements(fixtureStatements(r)),
+		Statements: summarize(fixtureStatements(r)),
 		Findings:   fixtureFindings(),
 		Overhead: []OverheadRow{
 			{Config: "ps-off", Verdict: VerdictBaseline, Rounds: 6, Pairs: 6, MedianTPS: 1982, MinTPS: 1900, MaxTPS: 2050, Ratio: 1, RatioLow: 1, RatioHigh: 1, AvgLatencyUS: 2010, P95LatencyUS: 3900},
@@ -275,7 +275,7 @@ func TestHTMLLeavesOutEmptySections(t *testing.T) {
 		t.Error("empty report should say there are no findings")
 	}
 	// statements, none joined: the section explains why there is no chart
-	unjoined := SummarizeStatements([]event.Statement{{Conn: "c", Cmd: "COM_QUERY", SQL: "SELECT 1", TReqFirst: 1, ClientUS: 5}})
+	unjoined := summarize([]event.Statement{{Conn: "c", Cmd: "COM_QUERY", SQL: "SELECT 1", TReqFirst: 1, ClientUS: 5}})
 	page = renderFixture(t, &HTMLData{Statements: unjoined})
 	if !strings.Contains(page, "No statement was joined") || strings.Contains(page, "<svg") {
 		t.Error("unjoined statements: want the explanation and no chart")
@@ -355,7 +355,7 @@ func TestWriteHTMLOddInputs(t *testing.T) {
 		"zero ratios": {Overhead: []OverheadRow{{Config: "x"}, {Config: "y", Ratio: -1}}},
 		"knee beyond data": {Probe: []ProbePoint{{TimeUS: 1, Name: "c", MaxUS: 10}, {TimeUS: 2, Name: "c", MaxUS: 20}},
 			Findings: []event.Finding{{Code: "CONCURRENCY_KNEE", Evidence: map[string]any{"knee_threads": 1e6, "cap_threads": math.NaN()}}}},
-		"zero-time statements": {Statements: SummarizeStatements([]event.Statement{
+		"zero-time statements": {Statements: summarize([]event.Statement{
 			{Conn: "c", Cmd: "COM_QUERY", Digest: "a", Joined: true, PoolGroup: &g, QueueUS: 5, ClientUS: 5},
 			{Conn: "c", Cmd: "COM_QUERY", Digest: "b", Joined: true, PoolGroup: &g, TReqFirst: -9e6, QueueUS: 7, ClientUS: 7}})},
 	}
@@ -370,4 +370,13 @@ func TestWriteHTMLOddInputs(t *testing.T) {
 			t.Fatalf("%s: bad chart", name)
 		}
 	}
+}
+
+// summarize is NewStatementSummary plus Add of each statement.
+func summarize(sts []event.Statement) *StatementSummary {
+	s := NewStatementSummary()
+	for i := range sts {
+		s.Add(&sts[i])
+	}
+	return s
 }

@@ -7,7 +7,6 @@ import (
 	"container/heap"
 	"fmt"
 	"hash/maphash"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -460,61 +459,6 @@ func (p *Parts) merge(o Parts) {
 	p.DeliveryUS += o.DeliveryUS
 }
 
-// Merge adds o's statements to p, as if they had been added to p directly
-// (quantile sketches merge exactly). Both must rank by the same metric.
-func (p *Profile) Merge(o *Profile) error {
-	if p.opts.Metric != o.opts.Metric {
-		return fmt.Errorf("merging a %s-latency profile into a %s-latency one", o.opts.Metric, p.opts.Metric)
-	}
-	p.stmts += o.stmts
-	for i, c := range o.byCommand.names {
-		p.byCommand.add(c, o.byCommand.counts[i])
-	}
-	p.mergeConns(o)
-	if o.firstUS != 0 && (p.firstUS == 0 || o.firstUS < p.firstUS) {
-		p.firstUS = o.firstUS
-	}
-	p.lastUS = max(p.lastUS, o.lastUS)
-	p.notes.merge(&o.notes)
-	for _, k := range slices.Sorted(maps.Keys(o.digests)) {
-		if err := p.mergeAgg(o.digests[k]); err != nil {
-			return err
-		}
-	}
-	if o.other != nil {
-		return p.mergeInto(&p.other, o.other)
-	}
-	return nil
-}
-
-// mergeConns unions the connection sets (same process, same hash seed).
-func (p *Profile) mergeConns(o *Profile) {
-	for h := range o.conns {
-		if p.connsFull {
-			return
-		}
-		p.conns[h] = struct{}{}
-		p.checkConns()
-	}
-}
-
-func (p *Profile) mergeAgg(a *agg) error {
-	if mine, ok := p.digests[a.digest]; ok {
-		return mine.merge(a)
-	}
-	if c := p.rowFor(a.digest, a.text, a.weight()); c != nil {
-		return c.merge(a)
-	}
-	return p.mergeInto(&p.other, a)
-}
-
-func (p *Profile) mergeInto(dst **agg, a *agg) error {
-	if *dst == nil {
-		*dst = newAgg("", otherText)
-	}
-	return (*dst).merge(a)
-}
-
 // noteKind is how a statement's note is counted in the profile: numbers,
 // which differ per statement ("server start moved -157 us ..."), become N,
 // so notes of one kind are counted together. Each statement keeps its own
@@ -617,13 +561,6 @@ func (s *noteSet) addN(n string, k int64) {
 	c := new(int64)
 	*c = k
 	s.stmts[n] = c
-}
-
-func (s *noteSet) merge(o *noteSet) {
-	for _, n := range o.order {
-		s.addN(n, *o.stmts[n])
-	}
-	s.dropped += o.dropped
 }
 
 func (s *noteSet) list() []string {

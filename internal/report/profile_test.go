@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -233,30 +232,6 @@ func TestQuantileAccuracy(t *testing.T) {
 	}
 	if d.MaxUS != vals[len(vals)-1] {
 		t.Errorf("max %d, want %d", d.MaxUS, vals[len(vals)-1])
-	}
-}
-
-// TestMerge: merging profiles of two halves equals profiling the whole.
-func TestMerge(t *testing.T) {
-	stmts := synthetic(3000)
-	whole, a, b := NewProfile(ProfileOptions{}), NewProfile(ProfileOptions{}), NewProfile(ProfileOptions{})
-	for i, s := range stmts {
-		whole.Add(s)
-		if i < 1234 {
-			a.Add(s)
-		} else {
-			b.Add(s)
-		}
-	}
-	if err := a.Merge(b); err != nil {
-		t.Fatal(err)
-	}
-	got, want := a.Result(), whole.Result()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("merged result differs from the whole:\n got %+v\nwant %+v", got, want)
-	}
-	if err := a.Merge(NewProfile(ProfileOptions{Metric: ServerLatency})); err == nil {
-		t.Error("merging profiles of different metrics succeeded")
 	}
 }
 

@@ -168,9 +168,6 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.EndRun(ctx, run, 1_795_304_998_000_000, "dropped 0"); err != nil {
 		t.Fatal(err)
 	}
-	if w.Written() != 28 {
-		t.Errorf("written %d, want 28", w.Written())
-	}
 	got, err := s.Statements(ctx, Query{RunID: run})
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +248,8 @@ func TestWriterFlushesByRowsAndByTime(t *testing.T) {
 		st := statement(i)
 		w.Add(&st)
 	}
-	if got, _ := s.Statements(ctx, Query{}); len(got) != 20 || w.Written() != 20 {
-		t.Fatalf("after 25 adds with batches of 10: %d stored, %d written; want 20", len(got), w.Written())
+	if got, _ := s.Statements(ctx, Query{}); len(got) != 20 {
+		t.Fatalf("after 25 adds with batches of 10: %d stored; want 20", len(got))
 	}
 	w.Close()
 

@@ -56,7 +56,6 @@ type Writer struct {
 	finds []findingRow
 	args  []any // reused across commits
 	err   error
-	total int64
 	// dropped counts rows refused after a failed commit.
 	dropped int64
 	stop    chan struct{}
@@ -187,13 +186,6 @@ func (w *Writer) Flush() error {
 	return w.flushLocked()
 }
 
-// Written returns how many rows have been committed.
-func (w *Writer) Written() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.total
-}
-
 // Close stops the timer and commits what is pending, every pending
 // minute included.
 func (w *Writer) Close() error {
@@ -242,7 +234,6 @@ func (w *Writer) flushLocked() error {
 		w.err = fmt.Errorf("writing %d rows to store %s: %w", n, w.s.path, err)
 		return w.err
 	}
-	w.total += int64(n)
 	w.stmts, w.samps, w.finds = w.stmts[:0], w.samps[:0], w.finds[:0]
 	return nil
 }
