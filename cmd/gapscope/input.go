@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"unicode/utf8"
+
+	"github.com/gapscope/gapscope/internal/capture"
 )
 
 // inputKind is what a file looks like, so that a command given the wrong
@@ -68,13 +69,8 @@ func sniffReader(br *bufio.Reader) (inputKind, error) {
 var slowLogMarks = [][]byte{[]byte("# Query_time:"), []byte("# User@Host:"), []byte("# Time:"), []byte(" started with:\n")}
 
 func classify(head []byte) inputKind {
-	if len(head) >= 4 {
-		switch binary.LittleEndian.Uint32(head) {
-		case 0xa1b2c3d4, 0xa1b23c4d, 0xd4c3b2a1, 0x4d3cb2a1:
-			return inputKind{what: "a pcap capture", reader: "gapscope analyze", format: "capture"}
-		case 0x0a0d0d0a:
-			return inputKind{what: "a pcapng capture", reader: "gapscope analyze", format: "capture"}
-		}
+	if f := capture.Format(head); f != "" {
+		return inputKind{what: "a " + f + " capture", reader: "gapscope analyze", format: "capture"}
 	}
 	switch {
 	case bytes.HasPrefix(head, []byte("SQLite format 3\x00")):

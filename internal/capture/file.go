@@ -140,13 +140,29 @@ func openReader(br *bufio.Reader) (packetReader, func(gopacket.CaptureInfo) laye
 	if len(head) < 4 {
 		return nil, nil, fmt.Errorf("%w (only %d bytes)", ErrNotCapture, len(head))
 	}
-	switch binary.LittleEndian.Uint32(head) {
-	case magicPcapMicro, magicPcapNano, magicPcapMicroBE, magicPcapNanoBE:
+	switch Format(head) {
+	case "pcap":
 		return openPcap(br)
-	case magicPcapNG:
+	case "pcapng":
 		return openPcapNG(br)
 	}
 	return nil, nil, fmt.Errorf("%w (starts with % x)", ErrNotCapture, head)
+}
+
+// Format names the capture format of a file that starts with head: "pcap"
+// (either byte order, µs or ns), "pcapng", or "" for neither. It does not
+// look through gzip; the commands use it to say what a file is.
+func Format(head []byte) string {
+	if len(head) < 4 {
+		return ""
+	}
+	switch binary.LittleEndian.Uint32(head) {
+	case magicPcapMicro, magicPcapNano, magicPcapMicroBE, magicPcapNanoBE:
+		return "pcap"
+	case magicPcapNG:
+		return "pcapng"
+	}
+	return ""
 }
 
 func openPcap(br *bufio.Reader) (packetReader, func(gopacket.CaptureInfo) layers.LinkType, error) {
