@@ -110,12 +110,12 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts
 	prog := report.NewProgress(errOut, totalSize(files), "reading")
 	opts.Progress = func(done, _ int64) { prog.Set(done) }
 	var wire diagnose.WireWindow
-	sel := newSelector(co, 0)
+	sel := co.selector(0)
 	var x report.Extra
 	stats, err := capture.ReadFiles(ctx, files, opts, func(s *event.Statement) {
 		wire.Add(s) // the wire's findings see every statement, whatever the report shows
 		x = report.Extra{Host: clientHost(s.Conn)}
-		if sel.keep(s, &x) {
+		if sel.Keep(s, &x) {
 			sink.profile.AddExtra(s, &x)
 			sink.events.write(s)
 		}
@@ -135,7 +135,7 @@ func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts
 	for _, n := range inputNotes(errOut, stats, f.portsGiven, opts) {
 		sink.profile.AddNote(n)
 	}
-	for _, n := range append(analyzeNotes(stats, opts, interrupted), sel.notes()...) {
+	for _, n := range append(analyzeNotes(stats, opts, interrupted), sel.Notes()...) {
 		sink.profile.AddNote(n)
 	}
 	if stats.Statements > 0 {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -45,24 +43,9 @@ type classOptions struct {
 	order       report.OrderBy
 	limit       *report.Limit
 	filter      *report.Filter
-	since       timeBound
-	until       timeBound
+	since       report.TimeBound
+	until       report.TimeBound
 	width       int
-}
-
-// timeBound is --since or --until: absolute, or relative to the input's end.
-type timeBound struct {
-	set      bool
-	us       int64         // absolute, Unix microseconds
-	before   time.Duration // relative: this long before the input's end
-	relative bool
-}
-
-func (b timeBound) resolve(endUS int64) int64 {
-	if b.relative {
-		return endUS - b.before.Microseconds()
-	}
-	return b.us
 }
 
 func (f *classFlags) options(metric report.Metric, loc *time.Location) (classOptions, error) {
@@ -90,13 +73,13 @@ func (f *classFlags) options(metric report.Metric, loc *time.Location) (classOpt
 			return o, usageError{err}
 		}
 	}
-	if o.since, err = parseTimeBound("--since", f.since, loc); err != nil {
-		return o, err
+	if o.since, err = report.ParseTimeBound("--since", f.since, loc); err != nil {
+		return o, usageError{err}
 	}
-	if o.until, err = parseTimeBound("--until", f.until, loc); err != nil {
-		return o, err
+	if o.until, err = report.ParseTimeBound("--until", f.until, loc); err != nil {
+		return o, usageError{err}
 	}
-	if emptyWindow(o.since, o.until) {
+	if report.EmptyWindow(o.since, o.until) {
 		return o, usagef("--since is not before --until (%s, %s): no statement could be reported", f.since, f.until)
 	}
 	if f.width < 0 || (f.width > 0 && f.width < 60) {
@@ -106,131 +89,13 @@ func (f *classFlags) options(metric report.Metric, loc *time.Location) (classOpt
 	return o, nil
 }
 
-// emptyWindow reports whether --since and --until, both given in the same
-// kind (absolute, or both counted back from the input's end), leave no time
-// between them. Mixed kinds are judged only once the input's end is known.
-func emptyWindow(since, until timeBound) bool {
-	if !since.set || !until.set || since.relative != until.relative {
-		return false
-	}
-	if since.relative {
-		return since.before <= until.before
-	}
-	return since.us >= until.us
-}
-
 // relative reports whether a bound needs the input's end.
-func (o *classOptions) relative() bool { return o.since.relative || o.until.relative }
+func (o *classOptions) relative() bool { return o.since.Relative || o.until.Relative }
 
-// parseTimeBound reads an absolute time (zone-less ones in loc) or a
-// duration with s, m, h or d, counted back from the input's end as
-// pt-query-digest does.
-func parseTimeBound(flag, s string, loc *time.Location) (timeBound, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return timeBound{}, nil
-	}
-	if d, ok := parseDays(s); ok {
-		return timeBound{set: true, relative: true, before: d}, nil
-	}
-	for _, layout := range timeBoundLayouts {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return timeBound{set: true, us: t.UnixMicro()}, nil
-		}
-	}
-	return timeBound{}, usagef("%s %q: not a time (2024-05-06T07:08:09Z, '2024-05-06 07:08:09', 2024-05-06) nor a duration (30m, 2h, 1d)", flag, s)
-}
-
-// timeBoundLayouts are the absolute forms --since and --until take, with a
-// zone as RFC 3339 writes it (+01:00, Z) or as date(1) prints it (+0100),
-// or without one (read in the --tz location).
-var timeBoundLayouts = []string{
-	time.RFC3339Nano, "2006-01-02T15:04:05.999999999Z0700",
-	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z0700",
-	"2006-01-02 15:04:05.999999999 Z07:00", "2006-01-02 15:04:05.999999999 Z0700",
-	"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02",
-}
-
-// parseDays is time.ParseDuration plus whole days ("1d", "2d12h").
-func parseDays(s string) (time.Duration, bool) {
-	var days time.Duration
-	if i := strings.IndexByte(s, 'd'); i > 0 {
-		n, err := strconv.Atoi(s[:i])
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
-		if s == "" {
-			return days, true
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, false
-	}
-	return days + d, true
-}
-
-// selector decides which statements reach the profile and counts the
-// others, so that the report says how many it left out and why.
-type selector struct {
-	filter       *report.Filter
-	from, to     int64 // Unix µs; 0: unbounded
-	timed        bool
-	filteredOut  int64
-	outsideTime  int64
-	withoutStart int64
-}
-
-func newSelector(o classOptions, endUS int64) *selector {
-	s := &selector{filter: o.filter, timed: o.since.set || o.until.set}
-	if o.since.set {
-		s.from = o.since.resolve(endUS)
-	}
-	if o.until.set {
-		s.to = o.until.resolve(endUS)
-	}
-	return s
-}
-
-func (s *selector) keep(st *event.Statement, x *report.Extra) bool {
-	if s.timed {
-		switch t := st.TReqFirst; {
-		case t <= 0:
-			s.withoutStart++
-			return false
-		case (s.from != 0 && t < s.from) || (s.to != 0 && t >= s.to):
-			s.outsideTime++
-			return false
-		}
-	}
-	if s.filter != nil && !s.filter.Match(st, x) {
-		s.filteredOut++
-		return false
-	}
-	return true
-}
-
-func (s *selector) notes() []string {
-	var notes []string
-	if s.outsideTime > 0 {
-		notes = append(notes, fmt.Sprintf("%d statements outside --since/--until (%s .. %s) left out",
-			s.outsideTime, boundText(s.from), boundText(s.to)))
-	}
-	if s.withoutStart > 0 {
-		notes = append(notes, fmt.Sprintf("%d statements without a start time left out by --since/--until", s.withoutStart))
-	}
-	if s.filteredOut > 0 {
-		notes = append(notes, fmt.Sprintf("%d statements left out by --filter", s.filteredOut))
-	}
-	return notes
-}
-
-func boundText(us int64) string {
-	if us == 0 {
-		return "-"
-	}
-	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05Z")
+// selector keeps the statements --filter, --since and --until select, for
+// an input ending at endUS.
+func (o *classOptions) selector(endUS int64) *report.Selector {
+	return report.NewSelector(o.filter, o.since, o.until, endUS)
 }
 
 // rank orders and cuts the result: --order-by, then --limit (or, in text

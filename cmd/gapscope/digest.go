@@ -138,7 +138,7 @@ func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts 
 	if len(wrong) > 0 && stats.Events == 0 {
 		return wrong
 	}
-	for _, n := range append(digestNotes(stats, interrupted), sink.sel.notes()...) {
+	for _, n := range append(digestNotes(stats, interrupted), sink.sel.Notes()...) {
 		sink.profile.AddNote(n)
 	}
 	res := sink.result(stats)
@@ -231,7 +231,7 @@ func digestNotes(st slowlog.FileStats, interrupted bool) []string {
 // the slow log says beyond event.Statement.
 type digestSink struct {
 	*statementSink
-	sel   *selector
+	sel   *report.Selector
 	extra slowExtra
 }
 
@@ -242,7 +242,7 @@ func newDigestSink(eventsPath string, co classOptions, endUS int64, text *slowlo
 	if err != nil {
 		return nil, err
 	}
-	d := &digestSink{statementSink: s, sel: newSelector(co, endUS), extra: newSlowExtra(co.fingerprint)}
+	d := &digestSink{statementSink: s, sel: co.selector(endUS), extra: newSlowExtra(co.fingerprint)}
 	if text != nil {
 		d.extra.text = text
 		d.extra.fill = d.extra.fillText // bound once: no allocation per statement
@@ -260,7 +260,7 @@ func lazyText(lazy bool, opts slowlog.ConvertOptions) *slowlog.Converter {
 
 func (s *digestSink) add(st *event.Statement, ev *slowlog.Event) {
 	x := s.extra.of(st, ev)
-	if !s.sel.keep(st, x) {
+	if !s.sel.Keep(st, x) {
 		return
 	}
 	s.profile.AddExtra(st, x)
