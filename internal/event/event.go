@@ -88,6 +88,17 @@ type Statement struct {
 	// statement left unjoined, a server statement with no wire half
 	// (server-only), or a joined one whose split the evidence cannot explain.
 	Why Reason `json:"reason,omitempty"`
+	// Statements are the server's statements of one request that ran
+	// several (a multi-statement COM_QUERY), in order, when joined: exec
+	// spans from the first's start to the last's end.
+	Statements []StatementPart `json:"statements,omitempty"`
+}
+
+// StatementPart is one of the statements the server ran for a request.
+type StatementPart struct {
+	Digest     string `json:"digest,omitempty"`
+	DigestText string `json:"digest_text,omitempty"`
+	ServerUS   int64  `json:"server_us"`
 }
 
 // Span is an interval of Unix microseconds [Start, End).

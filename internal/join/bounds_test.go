@@ -125,13 +125,13 @@ func TestJoinNextQueryRightAfterTheAnswer(t *testing.T) {
 				rows[0] = row(1, "statement/sql/select", "SELECT 1; UPDATE t SET v = 2", 10, 95)
 			}
 			if rowsFirst {
-				j.AddServer(rows, 0)
+				j.AddServer(rows, readAfter)
 				j.AddWire(a, 0)
 				j.AddWire(b, 0)
 			} else {
 				j.AddWire(a, 0)
 				j.AddWire(b, 0)
-				j.AddServer(rows, 0)
+				j.AddServer(rows, readAfter)
 			}
 			if rowsFirst && strings.HasPrefix(first, "SELECT") {
 				// A multi-statement query with nothing after it on the wire

@@ -174,6 +174,11 @@ type Joiner struct {
 	anon    []anonRow
 	batch   uint64
 	pending int
+	// readAt is when the latest read of the server's statements began:
+	// every statement that ended before it was in that read or an earlier
+	// one. A multi-statement query waits for a read that began after its
+	// answer (and the server's tail), so that all its rows are there.
+	readAt int64
 	// unmatchedBy counts the server rows no wire statement took, by reason.
 	unmatchedBy event.ReasonCounts
 	// giving / givingRow: the reason an expiry or eviction in progress
@@ -325,9 +330,12 @@ func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
 // AddServer takes server statements (copied; the slice may be reused).
 // Rows of one connection must come in EVENT_ID order across calls, as a
 // history cursor returns them; within a call any order is accepted.
+// nowUS is when the read that returned them began (capture clock): every
+// statement that ended before then is in rows or in an earlier call.
 func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.readAt = max(j.readAt, nowUS)
 	j.batch++
 	touched := j.touched[:0]
 	for _, i := range j.startOrder(rows) {
@@ -626,6 +634,9 @@ func (j *Joiner) settle(c *connState, force bool) {
 		if k < 0 || (fit > j.fitTolUS && !force) {
 			continue
 		}
+		if !force && j.rowsMayFollow(c.wires.at(k).s) {
+			break // its other rows are not read yet: this connection waits
+		}
 		if !inOrder(&it.r) {
 			// Read from its thread for an outlier: the rows of the
 			// statements its connection ran before it may still be on
@@ -642,6 +653,14 @@ func (j *Joiner) settle(c *connState, force bool) {
 	j.dropDeadRows(c)
 	j.dropSupersededWires(c)
 	j.release(c)
+}
+
+// rowsMayFollow reports whether s may have more server rows than the
+// reads so far hold: a query that can carry several statements, answered
+// after the latest read began (its last statement ends after its answer,
+// by up to the end tolerance).
+func (j *Joiner) rowsMayFollow(s *event.Statement) bool {
+	return multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && j.readAt < s.TRespLast+j.endTolUS
 }
 
 // latestAnswer bounds the start of any row that can still fit one of c's
@@ -764,6 +783,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	j.observe(c.rows.at(i), s)
 	first := j.take(c, i)
 	start, end, waitPS := first.StartUS, first.EndUS, first.TimerWait
+	var parts []event.StatementPart // the rows of a multi-statement query, when more than one
 	for i++; multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && i < c.rows.len(); i++ {
 		it := c.rows.at(i)
 		if it.done {
@@ -779,10 +799,15 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		if j.nextClaims(c, r) {
 			break
 		}
+		if len(parts) == 0 {
+			parts = append(parts, partOf(first))
+		}
+		parts = append(parts, partOf(r))
 		end, waitPS = max(end, r.EndUS), waitPS+r.TimerWait
 		j.take(c, i)
 		j.stats.Merged++
 	}
+	s.Statements = parts
 	calErr := max(j.errUS, 1)
 	cl := decompose(s, start, end, zeroWindows(s), calErr, calErr+ServerTailUS)
 	if abs(cl.startMovedUS) > calErr {
@@ -806,6 +831,11 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	}
 	j.stats.Joined++
 	j.deliver(s)
+}
+
+// partOf is one server row of a request, for its event's list.
+func partOf(r *collect.ServerStatement) event.StatementPart {
+	return event.StatementPart{Digest: r.Digest, DigestText: r.DigestText, ServerUS: int64(r.TimerWait / collect.PicosPerMicro)}
 }
 
 // nextClaims reports whether the connection's next pending wire statement

@@ -126,14 +126,40 @@ func TestJoinMultiStatementAbsorbsRows(t *testing.T) {
 		row(1, "statement/sql/select", "SELECT 2; DO 3", 210, 400),
 		row(1, "statement/sql/do", "DO 3", 410, 700),
 		row(1, "statement/sql/select", "SELECT 4", 2010, 2050),
-	}, 0)
+	}, readAfter)
 	if !s.Joined || s.QueueUS != 100 || s.ExecUS != 600 || s.DeliveryUS != 300 || s.ServerUS != 580 {
 		t.Fatalf("multi: joined=%v queue=%d exec=%d delivery=%d server=%d", s.Joined, s.QueueUS, s.ExecUS, s.DeliveryUS, s.ServerUS)
 	}
 	if !next.Joined || next.ExecUS != 40 {
 		t.Fatalf("next: joined=%v exec=%d", next.Joined, next.ExecUS)
 	}
-	if st := j.Stats(); st.Merged != 2 || st.UnmatchedServer != 0 {
+	if len(s.Statements) != 3 || s.Statements[2].ServerUS != 290 || next.Statements != nil {
+		t.Errorf("the request's statements %+v (the next query's %+v)", s.Statements, next.Statements)
+	}
+}
+
+// readAfter is a read of the server's statements that began long after
+// the test statements ended: every row they have is in it.
+const readAfter = 10_000_000
+
+// A multi-statement query whose later rows come in a later read (the
+// first statement ended, and was read, while the second still ran) waits
+// for them: joined with the first row alone, its second statement's time
+// would read as delivery.
+func TestJoinMultiStatementWaitsForItsRows(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	s := wire(1, "COM_QUERY", "SELECT 1; SELECT SLEEP(0.1)", 0, 100_300)
+	j.AddWire(s, 0)
+	j.AddServer([]collect.ServerStatement{row(1, "statement/sql/select", "SELECT 1; SELECT SLEEP(0.1)", 100, 150)}, 5_000)
+	if s.Joined {
+		t.Fatalf("joined on its first row alone, read while the query ran: exec %d delivery %d", s.ExecUS, s.DeliveryUS)
+	}
+	j.AddServer([]collect.ServerStatement{row(1, "statement/sql/select", "SELECT SLEEP(0.1)", 160, 100_200)}, 200_000)
+	if !s.Joined || s.ExecUS != 100_100 || s.DeliveryUS != 100 || len(s.Statements) != 2 {
+		t.Fatalf("joined %v exec %d delivery %d statements %+v", s.Joined, s.ExecUS, s.DeliveryUS, s.Statements)
+	}
+	if st := j.Stats(); st.Merged != 1 || st.UnmatchedServer != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -189,7 +215,7 @@ func TestJoinUnknownCommandMatchesByWindow(t *testing.T) {
 	j := New(Options{}, rec.emit)
 	s := wire(1, "", "", 0, 100) // TLS: no command, no text
 	j.AddWire(s, 0)
-	j.AddServer([]collect.ServerStatement{row(1, "statement/sql/select", "SELECT 1", 10, 20)}, 0)
+	j.AddServer([]collect.ServerStatement{row(1, "statement/sql/select", "SELECT 1", 10, 20)}, readAfter)
 	if !s.Joined {
 		t.Fatal("TLS statement not joined by its window")
 	}

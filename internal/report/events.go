@@ -84,7 +84,7 @@ var encodedFields = []string{
 	"Retransmits retransmits int", "PoolGroup pool_group,omitempty *int", "Joined joined bool",
 	"JoinSource join_source,omitempty string", "Outlier outlier,omitempty bool", "Notes notes,omitempty []string",
 	"Fingerprint fingerprint,omitempty string", "Tags tags,omitempty map[string]string",
-	"Why reason,omitempty event.Reason",
+	"Why reason,omitempty event.Reason", "Statements statements,omitempty []event.StatementPart",
 }
 
 // fastEncoderCurrent is true when event.Statement has exactly the fields
@@ -169,6 +169,26 @@ func appendStatement(b []byte, s *event.Statement) []byte {
 	b = appendTags(b, s.Tags)
 	if s.Why != event.ReasonNone {
 		b = appendStr(append(b, `,"reason":`...), s.Why.String())
+	}
+	if len(s.Statements) > 0 {
+		b = append(b, `,"statements":[`...)
+		for i, p := range s.Statements {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if p.Digest != "" {
+				b = appendStr(append(b, `"digest":`...), p.Digest)
+				b = append(b, ',')
+			}
+			if p.DigestText != "" {
+				b = appendStr(append(b, `"digest_text":`...), p.DigestText)
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(append(b, `"server_us":`...), p.ServerUS, 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }

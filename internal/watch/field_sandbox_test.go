@@ -194,3 +194,54 @@ func (w *slowWriter) Write(b []byte) (int, error) {
 	}
 	return len(b), nil
 }
+
+// One COM_QUERY of two statements (CLIENT_MULTI_STATEMENTS): both server
+// rows belong to the request, exec runs from the first's start to the
+// last's end, and the event lists both rows; the 100 ms the second
+// statement slept is the server's, never delivery.
+func TestMultiStatementJoined(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got, _ := collectStatements(t, ctx, inst, func() error {
+		db, err := sql.Open("mysql", inst.DSN("")+"?multiStatements=true")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		for range 3 {
+			rows, err := db.QueryContext(ctx, "SELECT 1; SELECT SLEEP(0.1)")
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+			}
+			for rows.NextResultSet() {
+				for rows.Next() {
+				}
+			}
+			if err := rows.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, "sleep")
+	if len(got) != 3 {
+		t.Fatalf("%d multi-statement requests reported, want 3", len(got))
+	}
+	for _, s := range got {
+		t.Logf("joined %v why %v client %d request %d queue %d exec %d stall %d delivery %d statements %d", s.Joined, s.Why,
+			s.ClientUS, s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS, len(s.Statements))
+		if !s.Joined {
+			t.Errorf("not joined: %v %v", s.Why, s.Notes)
+			continue
+		}
+		checkParts(t, &s)
+		if s.ExecUS < 95_000 || s.DeliveryUS > 5_000 {
+			t.Errorf("exec %d µs, delivery %d µs: the second statement's 100 ms is the server's", s.ExecUS, s.DeliveryUS)
+		}
+		if len(s.Statements) != 2 || s.Statements[1].ServerUS < 95_000 {
+			t.Errorf("the event lists %d server statements (%+v), want both, the second of 100 ms", len(s.Statements), s.Statements)
+		}
+	}
+}

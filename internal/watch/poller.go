@@ -291,7 +291,7 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 	if p.noWire {
 		p.addServerOnly(got) // nothing to join with: buffering them would only cost
 	} else {
-		p.joiner.AddServer(got, nowUS())
+		p.joiner.AddServer(got, p.lastPollAt) // when the read began: what ended before is in it
 	}
 	return read, lost
 }

@@ -154,6 +154,7 @@ func (p *poller) readTargets(ctx context.Context) {
 	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
 	off, tol := js.OffsetUS, 2000+errUS
 	var rows []collect.ServerStatement
+	readAt := nowUS() // the threads' statements that ended before this are in the read
 	if err == nil {
 		rows, err = t.reader.Read(ctx, p.db, threads, clock, earliestStart(due)+off-tol)
 	}
@@ -177,8 +178,14 @@ func (p *poller) readTargets(ctx context.Context) {
 		if _, dup := t.fed[key]; dup || p.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
 			continue
 		}
-		t.fed[key] = now // history_long's copy, if it returns one, is dropped
-		feed = append(feed, r)
+		for _, r := range append([]collect.ServerStatement{r}, companions(pt, rows, r, off, tol)...) {
+			key := rowKey{r.ThreadID, r.EventID}
+			if _, dup := t.fed[key]; dup || p.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
+				continue
+			}
+			t.fed[key] = now // history_long's copy, if it returns one, is dropped
+			feed = append(feed, r)
+		}
 	}
 	t.requeue(due, now)
 	t.pruneFed(now)
@@ -187,8 +194,24 @@ func (p *poller) readTargets(ctx context.Context) {
 	p.side.server.TargetedRows += int64(len(feed))
 	p.side.serverM.Unlock()
 	if len(feed) > 0 {
-		p.joiner.AddServer(feed, nowUS())
+		p.joiner.AddServer(feed, readAt)
 	}
+}
+
+// companions are the other statements the outlier's request ran, after
+// first (a multi-statement query: its rows follow the first, all starting
+// before its answer ended), so that the join spans them all; a request of
+// one statement has none.
+func companions(p *pendingTarget, read []collect.ServerStatement, first collect.ServerStatement, off, tol int64) []collect.ServerStatement {
+	var out []collect.ServerStatement
+	for _, r := range read {
+		if r.ConnID != p.connID || r.ThreadID != first.ThreadID || r.EventID <= first.EventID || r.EndUS == 0 ||
+			r.NestingLevel > 0 || r.NestingType == "STATEMENT" || r.StartUS-off > p.respLast+tol {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // earliestStart is the first request byte of the targets (Unix µs, wire
@@ -529,7 +552,9 @@ func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol 
 			continue
 		}
 		start := r.StartUS - off
-		fit := max(p.reqLast-start, 0) + max(start-p.respFirst, 0)
+		// From the first request byte: a long request is read while the
+		// statement's timer runs (the join's own rule).
+		fit := max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
 		if fit < bestFit {
 			best, bestFit = i, fit
 		}
