@@ -80,6 +80,9 @@ func checkExactSums(t *testing.T, stmts []event.Statement) {
 	t.Helper()
 	joined := 0
 	for _, s := range stmts {
+		if s.Why == event.UnexplainedDelivery {
+			t.Errorf("%s: split withheld as unexplained (delivery of %d bytes across the link): the guard must not fire on the lab", s.SQL, s.RespBytes)
+		}
 		if !s.Joined {
 			continue
 		}

@@ -49,9 +49,8 @@ const (
 	RowEvicted // given up early (too many pending)
 	RowRunEnd  // no wire statement by the end of the run
 
-	// A joined statement whose split the evidence cannot explain.
+	// A matched statement whose split the evidence cannot explain.
 	UnexplainedDelivery // delivery far beyond the round trip and bytes, no stall behind it
-	UnexplainedRequest  // request far beyond the round trip and bytes, no stall behind it
 
 	reasonCount
 )
@@ -80,8 +79,7 @@ var reasonTable = [reasonCount]struct{ name, text string }{
 	RowExpired:          {"row_expired", "no wire statement within --max-wait"},
 	RowEvicted:          {"row_evicted", "given up early (too many pending)"},
 	RowRunEnd:           {"row_run_end", "no wire statement by the end of the run"},
-	UnexplainedDelivery: {"unexplained_delivery", "split withheld: the delivery is far longer than the connection's round trip and the response's bytes explain, with no zero window or retransmit behind it; part of the server's work is probably missing from the join"},
-	UnexplainedRequest:  {"unexplained_request", "split withheld: the request is far longer than the connection's round trip and the request's bytes explain, with no stall behind it; part of the server's work is probably missing from the join"},
+	UnexplainedDelivery: {"unexplained_delivery", "not joined: split withheld, the delivery is far longer than the round trip and the response's bytes explain, with no zero window or retransmit behind it; part of the server's work is probably missing from the server rows found (client and server time kept)"},
 }
 
 // String is the reason's stable name ("" for none).
@@ -102,9 +100,6 @@ func (r Reason) Text() string {
 
 // ServerOnly reports whether r explains a server statement without a wire half.
 func (r Reason) ServerOnly() bool { return r >= NoCapture && r <= NotOnWire }
-
-// Unexplained reports whether r withholds a joined statement's split.
-func (r Reason) Unexplained() bool { return r == UnexplainedDelivery || r == UnexplainedRequest }
 
 // MarshalText writes the name.
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
@@ -132,11 +127,11 @@ func ParseReason(name string) (Reason, bool) {
 // UnjoinedReasons are the reasons a wire statement can stay unjoined, in
 // table order: exporters list every one so that a rate of zero is a series.
 func UnjoinedReasons() []Reason {
-	out := make([]Reason, 0, NoReason)
+	out := make([]Reason, 0, NoReason+1)
 	for r := NoResponse; r <= NoReason; r++ {
 		out = append(out, r)
 	}
-	return out
+	return append(out, UnexplainedDelivery)
 }
 
 // UnmatchedRowReasons are the reasons a server row can go untaken.

@@ -121,6 +121,9 @@ type Stats struct {
 	// UnmatchedByReason splits UnmatchedServer by why no wire statement
 	// took the row, by the reason's name (event.UnmatchedRowReasons).
 	UnmatchedByReason map[string]int64
+	// Withheld counts joins whose split the evidence could not explain
+	// (guard.go): matched, but emitted without the split.
+	Withheld int64
 	// Evicted counts items given up before MaxWait because of MaxPending.
 	Evicted int64
 	// Expired counts items given up by Flush because their counterpart did
@@ -830,6 +833,10 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		s.DB = first.Schema
 	}
 	j.stats.Joined++
+	if unexplainedDelivery(s) {
+		withholdSplit(s, event.UnexplainedDelivery)
+		j.stats.Withheld++
+	}
 	j.deliver(s)
 }
 

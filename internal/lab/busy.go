@@ -57,8 +57,10 @@ type BusyStats struct {
 	// reported of the workers' connections.
 	Sent, Seen, Joined int64
 	// Unnoted: statements reported unjoined without a note saying why;
-	// BadSums: joined statements whose parts do not sum to client_us.
-	Unnoted, BadSums int64
+	// BadSums: joined statements whose parts do not sum to client_us;
+	// Withheld: statements whose split the guard withheld (unexplained
+	// delivery).
+	Unnoted, BadSums, Withheld int64
 	// QueueUS of the joined background statements.
 	QueueUS []int64
 	// Slow are the slow statements watch reported, in order.
@@ -264,7 +266,7 @@ type busyTally struct {
 	slow             uint64
 	seen, joined     int64
 	all, allJoined   int64
-	unnoted, badSums int64
+	unnoted, badSums, withheld int64
 	queues           []int64
 	slowStmts        []event.Statement
 }
@@ -296,6 +298,9 @@ func (t *busyTally) add(s *event.Statement) {
 	if !s.Joined && len(s.Notes) == 0 {
 		t.unnoted++
 	}
+	if s.Why == event.UnexplainedDelivery {
+		t.withheld++
+	}
 	switch {
 	case s.ConnID != 0 && s.ConnID == t.slow && s.Cmd == "COM_QUERY":
 		t.slowStmts = append(t.slowStmts, *s)
@@ -311,7 +316,7 @@ func (t *busyTally) add(s *event.Statement) {
 func (t *busyTally) result(st *BusyStats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st.Seen, st.Joined, st.Unnoted, st.BadSums = t.seen, t.joined, t.unnoted, t.badSums
+	st.Seen, st.Joined, st.Unnoted, st.BadSums, st.Withheld = t.seen, t.joined, t.unnoted, t.badSums, t.withheld
 	st.AllEvents, st.AllJoined = t.all, t.allJoined
 	st.QueueUS = slices.Clone(t.queues)
 	for _, s := range t.slowStmts {

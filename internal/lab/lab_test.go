@@ -40,10 +40,16 @@ func evidence(t *testing.T, f event.Finding) map[string]any {
 	return m
 }
 
-// exactSum checks the identity of docs/events.md on every joined statement.
+// exactSum checks the identity of docs/events.md on every joined statement,
+// and that the guard against unexplained deliveries withheld no split: in
+// the labs every part has its evidence (a slow client's zero windows, a
+// pool's queue).
 func exactSum(t *testing.T, stmts []event.Statement) {
 	t.Helper()
 	for _, s := range stmts {
+		if s.Why == event.UnexplainedDelivery {
+			t.Errorf("%q: split withheld as unexplained, delivery of %d bytes: the guard must not fire on the lab", s.SQL, s.RespBytes)
+		}
 		if !s.Joined {
 			continue
 		}
