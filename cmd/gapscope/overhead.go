@@ -271,24 +271,3 @@ func (r *overheadRecorder) close(res *overhead.Result) {
 	_ = r.st.EndRun(context.Background(), r.run, time.Now().UnixMicro(), notes)
 	r.st.Close()
 }
-
-// overheadTableFromStore rebuilds a run's table from its stored rounds
-// (store.OverheadRows), for gapscope report: the baseline is position 0,
-// ratios and intervals come from overhead.Summarize on the paired rounds;
-// Row.AboveNoise uses the same words as report.OverheadRow.Verdict.
-func overheadTableFromStore(rows []store.OverheadRow, resolution float64) []overhead.Row {
-	var configs []string
-	rounds := make([]overhead.Round, 0, len(rows))
-	for _, r := range rows {
-		if r.Position < 0 || r.Position > 64 {
-			continue // not written by this gapscope
-		}
-		for len(configs) <= r.Position {
-			configs = append(configs, "")
-		}
-		configs[r.Position] = r.Config
-		rounds = append(rounds, overhead.Round{Config: r.Config, Position: r.Position, Index: r.Round, TPS: r.TPS, QPS: r.QPS,
-			LatAvg: time.Duration(r.LatAvgUS) * time.Microsecond, LatP95: time.Duration(r.LatP95US) * time.Microsecond, Errors: r.Errors})
-	}
-	return overhead.Summarize(rounds, configs, resolution)
-}

@@ -75,7 +75,7 @@ func TestOverheadCmdOnServer(t *testing.T) {
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("stored rounds: %d, %v", len(rows), err)
 	}
-	again := overheadTableFromStore(rows, overhead.DefaultResolution)
+	again := overhead.TableFromStore(rows, overhead.DefaultResolution)
 	for i := range again {
 		// Latencies are stored in µs, so compare the ratio (TPS are exact).
 		if again[i].Config != res.Table[i].Config || math.Abs(again[i].Ratio-res.Table[i].Ratio) > 1e-9 || again[i].AboveNoise != res.Table[i].AboveNoise {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/overhead"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/store"
@@ -102,7 +99,11 @@ func loadStore(ctx context.Context, data *report.HTMLData, f reportFlags) error 
 		return err
 	}
 	defer st.Close()
-	return loadHTMLData(ctx, st, f, data)
+	if err := report.LoadStore(ctx, st, f.storePath, f.run, data); err != nil {
+		return err
+	}
+	data.Overhead, err = overhead.StoredReport(ctx, st, f.run)
+	return err
 }
 
 // loadEvents adds the statements of JSON-lines event files to the
@@ -150,166 +151,6 @@ func readEventFile(path string, sum *report.StatementSummary) (string, error) {
 		return "", fmt.Errorf("%s holds no statement event (%d bytes unreadable): report reads the JSON lines written by watch, analyze or digest --events", path, read.TornBytes)
 	}
 	return read.TornNote(path), nil
-}
-
-// loadHTMLData reads every section's data for the run selected (all runs
-// when f.run is 0).
-func loadHTMLData(ctx context.Context, st *store.Store, f reportFlags, d *report.HTMLData) error {
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return err
-	}
-	if f.run != 0 {
-		i := slices.IndexFunc(runs, func(r store.Run) bool { return r.ID == f.run })
-		if i < 0 {
-			return fmt.Errorf("run %d is not in %s (%d runs)", f.run, f.storePath, len(runs))
-		}
-		runs = runs[i : i+1]
-	}
-	d.Source, d.Runs = f.storePath, runInfos(runs)
-	h, err := st.Holdings(ctx)
-	if err != nil {
-		return err
-	}
-	d.Notes = append(d.Notes, holdingsNotes(h)...)
-	q := store.Query{RunID: f.run}
-	if d.Findings, err = st.Findings(ctx, q); err != nil {
-		return err
-	}
-	probe, err := st.ProbeResults(ctx, q)
-	if err != nil {
-		return err
-	}
-	d.Probe = probePoints(probe)
-	plans, err := st.Plans(ctx, q)
-	if err != nil {
-		return err
-	}
-	d.Plans = planEntries(plans)
-	if d.Statements, err = summarizeStoredStatements(ctx, st, q); err != nil {
-		return err
-	}
-	d.Overhead, err = storedOverhead(ctx, st, f.run)
-	return err
-}
-
-// storedOverhead rebuilds the overhead table of run (0: the latest
-// overhead run) from its stored rounds.
-func storedOverhead(ctx context.Context, st *store.Store, run int64) ([]report.OverheadRow, error) {
-	rounds, err := st.OverheadRows(ctx, run)
-	if err != nil || len(rounds) == 0 {
-		return nil, err
-	}
-	table := overheadTableFromStore(rounds, overhead.DefaultResolution)
-	out := make([]report.OverheadRow, len(table))
-	for i, r := range table {
-		out[i] = report.OverheadRow{Config: r.Config, Rounds: r.Rounds, Pairs: r.Pairs, MedianTPS: r.TPS, MinTPS: r.TPSMin,
-			MaxTPS: r.TPSMax, Ratio: r.Ratio, RatioLow: r.RatioLow, RatioHigh: r.RatioHigh,
-			AvgLatencyUS: r.LatAvgMS * 1000, P95LatencyUS: r.LatP95MS * 1000, Verdict: r.AboveNoise}
-	}
-	return out, nil
-}
-
-func runInfos(runs []store.Run) []report.RunInfo {
-	out := make([]report.RunInfo, len(runs))
-	for i, r := range runs {
-		out[i] = report.RunInfo{ID: r.ID, StartUS: r.StartUS, EndUS: r.EndUS, Command: r.Command, DSN: r.DSN, Notes: r.Notes}
-	}
-	return out
-}
-
-func probePoints(rs []store.ProbeResult) []report.ProbePoint {
-	out := make([]report.ProbePoint, len(rs))
-	for i, p := range rs {
-		out[i] = report.ProbePoint{TimeUS: p.TimeUS, Name: p.Name, Calls: p.Calls, Errors: p.Errors,
-			MinUS: p.MinUS, AvgUS: p.AvgUS, MedianUS: p.MedianUS, MaxUS: p.MaxUS,
-			ThreadsConnected: p.ThreadsConnected, ThreadsRunning: p.ThreadsRunning}
-	}
-	return out
-}
-
-func planEntries(ps []store.Plan) []report.PlanEntry {
-	out := make([]report.PlanEntry, len(ps))
-	for i, p := range ps {
-		out[i] = report.PlanEntry{TimeUS: p.TimeUS, ConnID: p.ConnID, Digest: p.Digest, DigestText: p.DigestText,
-			Source: p.Source, Plan: p.Plan, ExecUS: p.ExecUS, RowsExamined: p.RowsExamined}
-	}
-	return out
-}
-
-// holdingsNotes say from when a bounded store holds what: a watch --store
-// keeps per-minute digest totals for its whole retention, statement rows
-// for a sample and for as long as its size allows.
-func holdingsNotes(h store.Holdings) []string {
-	var out []string
-	if h.Calls > h.Kept {
-		out = append(out, fmt.Sprintf("the store kept a row for %d of the %d statements its per-minute digest totals count (--store-sample: every slow, failed, outlier and unjoined one, a sample of the rest); the statement charts are drawn from those rows",
-			h.Kept, h.Calls))
-	}
-	if h.Trims == 0 {
-		return out
-	}
-	stamp := func(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05 UTC") }
-	held := "no statement rows"
-	if h.StatementsFromUS > 0 {
-		held = "statement rows from " + stamp(h.StatementsFromUS)
-	}
-	if h.MinutesFromUS > 0 {
-		held += ", per-minute digest totals from " + stamp(h.MinutesFromUS)
-	}
-	why := map[string]string{"age": "--store-retain", "size": "--store-max-size"}[h.LastReason]
-	out = append(out, fmt.Sprintf("the store was trimmed to its limits %d times (%d rows removed, the last at %s by %s): it holds %s",
-		h.Trims, h.RemovedRows, stamp(h.LastTrimUS), cmp.Or(why, h.LastReason), held))
-	return out
-}
-
-// statementPage is how many statements one read holds in memory.
-const statementPage = 5000
-
-// summarizeStoredStatements streams the statements q selects through a
-// report.StatementSummary one page at a time, so a store of millions of
-// statements costs a page of memory. Pages continue from the last
-// statement's time; the rows at that very time that were already read are
-// skipped (the store orders by time, then id, so they come first again).
-// Returns nil when there are none.
-func summarizeStoredStatements(ctx context.Context, st *store.Store, q store.Query) (*report.StatementSummary, error) {
-	sum := report.NewStatementSummary()
-	skip := 0
-	for {
-		q.Limit = statementPage + skip
-		rows, err := st.Statements(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		if len(rows) <= skip {
-			break
-		}
-		for i := skip; i < len(rows); i++ {
-			sum.Add(&rows[i])
-		}
-		last := rows[len(rows)-1].TReqFirst
-		if last == q.FromUS {
-			skip = len(rows) // every row so far shares the page's start time
-		} else {
-			q.FromUS, skip = last, countAtEnd(rows, last)
-		}
-		if len(rows) < q.Limit {
-			break
-		}
-	}
-	if sum.Len() == 0 {
-		return nil, nil
-	}
-	return sum, nil
-}
-
-// countAtEnd counts the trailing rows whose request started at t.
-func countAtEnd(rows []event.Statement, t int64) int {
-	n := 0
-	for i := len(rows) - 1; i >= 0 && rows[i].TReqFirst == t; i-- {
-		n++
-	}
-	return n
 }
 
 // writeFileAtomic writes through a temporary file beside path and renames

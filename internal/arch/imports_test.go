@@ -28,14 +28,14 @@ var allowed = map[string][]string{
 	"join":       {"event", "capture", "collect", "mysqlproto", "sqltext"},
 	"diagnose":   {"event", "join", "collect"},
 	"store":      {"event"},
-	"report":     {"event", "sqltext", "diagnose"},
+	"report":     {"event", "sqltext", "diagnose", "store"},
 	"export":     {"event", "sqltext", "watch"},
 	"web":        {"event", "watch", "diagnose"},
 	"workload":   {"event", "sandbox"},
 	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans"},
 	"probe":      {"event", "collect", "workload", "diagnose"},
 	"plans":      {"event", "collect", "sqltext", "diagnose"},
-	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose"},
+	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
 	"lab":        {"netlab", "watch", "probe", "plans", "overhead", "event", "sandbox", "workload", "capture", "collect", "join", "diagnose", "report", "mysqlproto", "sqltext", "store"},
 }
 

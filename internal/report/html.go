@@ -17,8 +17,8 @@ import (
 )
 
 // HTMLData is what the HTML report shows. Sections without data are left
-// out. The report package does not read stores: the caller (gapscope
-// report) fills this from one.
+// out. LoadStore fills it from a store (the overhead table excepted: the
+// overhead package rebuilds that one).
 type HTMLData struct {
 	Title     string
 	Generated time.Time

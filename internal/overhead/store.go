@@ -1,0 +1,47 @@
+package overhead
+
+import (
+	"context"
+	"time"
+
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/store"
+)
+
+// TableFromStore rebuilds a run's table from its stored rounds
+// (store.OverheadRows), for gapscope report: the baseline is position 0,
+// ratios and intervals come from Summarize on the paired rounds;
+// Row.AboveNoise uses the same words as report.OverheadRow.Verdict.
+func TableFromStore(rows []store.OverheadRow, resolution float64) []Row {
+	var configs []string
+	rounds := make([]Round, 0, len(rows))
+	for _, r := range rows {
+		if r.Position < 0 || r.Position > 64 {
+			continue // not written by this gapscope
+		}
+		for len(configs) <= r.Position {
+			configs = append(configs, "")
+		}
+		configs[r.Position] = r.Config
+		rounds = append(rounds, Round{Config: r.Config, Position: r.Position, Index: r.Round, TPS: r.TPS, QPS: r.QPS,
+			LatAvg: time.Duration(r.LatAvgUS) * time.Microsecond, LatP95: time.Duration(r.LatP95US) * time.Microsecond, Errors: r.Errors})
+	}
+	return Summarize(rounds, configs, resolution)
+}
+
+// StoredReport rebuilds the overhead table of run (0: the latest overhead
+// run) from its stored rounds, as the HTML report shows it.
+func StoredReport(ctx context.Context, st *store.Store, run int64) ([]report.OverheadRow, error) {
+	rounds, err := st.OverheadRows(ctx, run)
+	if err != nil || len(rounds) == 0 {
+		return nil, err
+	}
+	table := TableFromStore(rounds, DefaultResolution)
+	out := make([]report.OverheadRow, len(table))
+	for i, r := range table {
+		out[i] = report.OverheadRow{Config: r.Config, Rounds: r.Rounds, Pairs: r.Pairs, MedianTPS: r.TPS, MinTPS: r.TPSMin,
+			MaxTPS: r.TPSMax, Ratio: r.Ratio, RatioLow: r.RatioLow, RatioHigh: r.RatioHigh,
+			AvgLatencyUS: r.LatAvgMS * 1000, P95LatencyUS: r.LatP95MS * 1000, Verdict: r.AboveNoise}
+	}
+	return out, nil
+}
