@@ -13,6 +13,10 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
+# lab field: real applications' clients (Debian's python3, not a venv's)
+/usr/bin/python3 -c 'import pymysql' >/dev/null 2>&1 || need+=(python3-pymysql)
+/usr/bin/python3 -c 'import MySQLdb' >/dev/null 2>&1 || need+=(python3-mysqldb)
+perl -MDBD::mysql -e 1 >/dev/null 2>&1 || need+=(libdbd-mysql-perl)
 # make deb's test: install the package, read its man page, verify its unit,
 # complete with its bash script
 command -v man >/dev/null 2>&1 || need+=(man-db)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/gapscope/gapscope/internal/lab"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func init() { registerLab(newLabFieldCmd) }
+
+func newLabFieldCmd() *cobra.Command {
+	var f labFlags
+	var o lab.FieldOptions
+	cmd := &cobra.Command{
+		Use:   "field",
+		Short: "Real clients from Debian (pymysql, MySQLdb, DBD::mysql, the mariadb CLI) against watch at its default flags: per condition, the client's time beside watch's",
+		Long: `field starts one sandbox with TLS (certificates made for the run) and IPv6, runs
+gapscope watch at its default flags, and has real clients do what production
+applications do: TLS from pymysql and from short mariadb CLI connections,
+stored procedures (MySQLdb), the compressed protocol, server-side prepared
+statements (Perl DBD::mysql, mysql_server_prepare=1), a statement timeout
+(error 1969), IPv6, LOAD DATA LOCAL INFILE, COM_CHANGE_USER, unix-socket
+clients, a multi-statement request, connection churn (connect, 3 point
+selects, close) and a 20 MB INSERT. Per condition it prints what the client
+measured beside what watch reported (joined, reason, the five parts) and
+whether the condition holds. The clients are python3-pymysql,
+python3-mysqldb, libdbd-mysql-perl and mariadb-client
+(scripts/install-deps.sh). About a minute.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if o.Churn < 0 || o.Parallel < 0 {
+				return usagef("--churn and --parallel may not be negative")
+			}
+			o.Options = f.options(c.ErrOrStderr())
+			r, rep, err := lab.Field(c.Context(), o)
+			if err != nil {
+				return err
+			}
+			if f.format == "json" {
+				return report.WriteJSON(c.OutOrStdout(), struct {
+					*lab.Result
+					Field *lab.FieldReport `json:"field"`
+				}{r, rep})
+			}
+			if err := writeLabText(c.OutOrStdout(), r); err != nil {
+				return err
+			}
+			held := 0
+			for _, fc := range rep.Conditions {
+				if fc.Holds {
+					held++
+				}
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%d of %d conditions hold\n", held, len(rep.Conditions))
+			return err
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().IntVar(&o.Churn, "churn", 300, "connections of the churn condition (connect, 3 point selects, close)")
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 3, "churn connections at a time")
+	cmd.Flags().StringSliceVar(&o.Only, "only", nil, "run only these conditions (comma-separated; default all)")
+	return cmd
+}
