@@ -197,18 +197,33 @@ func (env *fieldEnv) runCLI(ctx context.Context, cond string, args []string, sql
 	}
 	rec := ClientRecord{Cond: cond, Client: "mariadb CLI", Cmd: "COM_QUERY", Match: match,
 		StartUS: start.UnixMicro(), EndUS: end.UnixMicro(), ClientResolutionUS: 1000}
-	for _, line := range strings.Split(string(out), "\n") {
-		if m := cliCell.FindStringSubmatch(strings.TrimSpace(line)); m != nil && rec.ConnID == 0 {
-			rec.ConnID, _ = strconv.ParseUint(m[1], 10, 64)
-		}
-	}
-	secs := cliSecs.FindAllStringSubmatch(string(out), -1)
-	if rec.ConnID == 0 || len(secs) < 2 {
+	id, took, ok := parseCLI(string(out))
+	if !ok {
 		return ClientRecord{}, fmt.Errorf("mariadb %s: no connection id or time in its output:\n%s", strings.Join(args, " "), fieldTail(string(out), 2000))
 	}
-	f, _ := strconv.ParseFloat(secs[len(secs)-1][1], 64)
-	rec.ClientUS = int64(f * 1e6)
+	rec.ConnID, rec.ClientUS = id, took
 	return rec, nil
+}
+
+// parseCLI reads the output of `mariadb -vvv --skip-column-names -e
+// "SELECT CONNECTION_ID(); sql"`: the first cell is the connection's id,
+// the last "(0.100 sec)" the time the CLI measured for sql.
+func parseCLI(out string) (connID uint64, clientUS int64, ok bool) {
+	for _, line := range strings.Split(out, "\n") {
+		if m := cliCell.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			connID, _ = strconv.ParseUint(m[1], 10, 64)
+			break
+		}
+	}
+	secs := cliSecs.FindAllStringSubmatch(out, -1)
+	if connID == 0 || len(secs) < 2 {
+		return 0, 0, false
+	}
+	f, err := strconv.ParseFloat(secs[len(secs)-1][1], 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return connID, int64(f*1e6 + 0.5), true
 }
 
 // makeFieldCerts makes a CA and a server certificate for 127.0.0.1, ::1

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/gapscope/gapscope/internal/event"
 )
 
 // TestFieldLab is issue 26's field lab end to end: one sandbox with TLS and
@@ -47,4 +49,49 @@ func TestFieldLab(t *testing.T) {
 		t.Errorf("coverage does not add up: %d joined + %d unjoined != %d seen", c.Joined, unjoined, c.Seen)
 	}
 	t.Logf("field lab: %s", r.Elapsed.Round(time.Millisecond))
+}
+
+// TestFieldParseCLI reads the mariadb CLI's -vvv output: the connection's
+// id from the first statement, the time of the last.
+func TestFieldParseCLI(t *testing.T) {
+	out := "--------------\nSELECT CONNECTION_ID()\n--------------\n\n+----+\n| 42 |\n+----+\n1 row in set (0.004 sec)\n\n" +
+		"--------------\nSELECT SLEEP(0.1)\n--------------\n\n+---+\n| 0 |\n+---+\n1 row in set (0.102 sec)\n\nBye\n"
+	id, took, ok := parseCLI(out)
+	if !ok || id != 42 || took != 102_000 {
+		t.Errorf("parseCLI = %d, %d, %v; want 42, 102000, true", id, took, ok)
+	}
+	if _, _, ok := parseCLI("ERROR 1045 (28000): Access denied\n"); ok {
+		t.Error("parseCLI accepted an error")
+	}
+}
+
+// TestFieldMatchEvent: a statement is matched on its connection, command,
+// window and text; an encrypted one (command TLS, no text unless joined)
+// is the longest in the window, so SELECT CONNECTION_ID() beside a SLEEP
+// is not taken for it; a statement taken once is not taken again.
+func TestFieldMatchEvent(t *testing.T) {
+	evs := []event.Statement{
+		{ConnID: 7, Cmd: "TLS", TReqFirst: 1_000, TRespLast: 1_100, ClientUS: 100},           // CONNECTION_ID()
+		{ConnID: 7, Cmd: "TLS", TReqFirst: 1_200, TRespLast: 101_200, ClientUS: 100_000},     // the SLEEP
+		{ConnID: 7, Cmd: "TLS", TReqFirst: 101_300},                                          // COM_QUIT
+		{ConnID: 8, Cmd: "COM_QUERY", SQL: "select sleep(?)", TReqFirst: 1_000, ClientUS: 9}, // another connection
+		{ConnID: 9, Cmd: "COM_QUERY", SQL: "select ?", TReqFirst: 500_000},
+		{ConnID: 9, Cmd: "COM_QUERY", SQL: "select sleep(?)", TReqFirst: 500_100},
+	}
+	used := map[int]bool{}
+	cli := ClientRecord{ConnID: 7, Cmd: "COM_QUERY", Match: "SLEEP", StartUS: 0, EndUS: 110_000}
+	if k := matchEvent(evs, cli, used); k != 1 {
+		t.Errorf("TLS CLI statement matched event %d, want 1 (the longest)", k)
+	}
+	py := ClientRecord{ConnID: 9, Cmd: "COM_QUERY", Match: "SLEEP", StartUS: 499_000, EndUS: 600_000}
+	if k := matchEvent(evs, py, used); k != 5 {
+		t.Errorf("statement matched event %d, want 5 (its text)", k)
+	}
+	if k := matchEvent(evs, py, used); k != -1 {
+		t.Errorf("a taken event was matched again: %d", k)
+	}
+	late := ClientRecord{ConnID: 8, Cmd: "COM_QUERY", Match: "SLEEP", StartUS: 10_000, EndUS: 20_000}
+	if k := matchEvent(evs, late, used); k != -1 {
+		t.Errorf("an event outside the client's call was matched: %d", k)
+	}
 }
