@@ -13,7 +13,6 @@ import (
 	"github.com/gapscope/gapscope/internal/overhead"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
-	"github.com/gapscope/gapscope/internal/store"
 	"github.com/gapscope/gapscope/internal/workload"
 	"github.com/spf13/cobra"
 )
@@ -185,14 +184,14 @@ func runOverhead(ctx context.Context, out, errOut io.Writer, f overheadFlags) er
 		defer inst.Stop()
 		opts.DSN, opts.Sandbox, opts.SandboxArgs = inst.DSN(""), inst, overheadSandboxArgs
 	}
-	rec, err := openOverheadStore(ctx, f, opts.DSN)
+	rec, err := overhead.Record(ctx, f.storePath, collect.RedactDSN(opts.DSN))
 	if err != nil {
 		return err
 	}
-	opts.OnRound = rec.add
+	opts.OnRound = rec.Add
 	fmt.Fprintf(errOut, "measuring %s on %s ...\n", strings.Join(overhead.Names(opts.Configs), ", "), collect.RedactDSN(opts.DSN))
 	res, err := overhead.Run(ctx, opts)
-	rec.close(res)
+	rec.Close(res)
 	if errors.Is(err, overhead.ErrNeedsConsent) || errors.Is(err, overhead.ErrNeedsRestart) {
 		return usageError{err}
 	}
@@ -226,48 +225,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// overheadRecorder writes rounds to the store as they complete, so an
-// interrupted run keeps what it measured.
-type overheadRecorder struct {
-	st  *store.Store
-	run int64
-}
-
-func openOverheadStore(ctx context.Context, f overheadFlags, dsn string) (*overheadRecorder, error) {
-	if f.storePath == "" {
-		return &overheadRecorder{}, nil
-	}
-	st, err := store.Open(ctx, f.storePath)
-	if err != nil {
-		return nil, err
-	}
-	run, err := st.StartRun(ctx, "overhead", collect.RedactDSN(dsn), time.Now().UnixMicro())
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &overheadRecorder{st: st, run: run}, nil
-}
-
-func (r *overheadRecorder) add(x overhead.Round) error {
-	if r.st == nil {
-		return nil
-	}
-	return r.st.AddOverhead(context.Background(), store.OverheadRow{RunID: r.run, TimeUS: x.StartUS, Config: x.Config,
-		Position: x.Position, Round: x.Index, TPS: x.TPS, QPS: x.QPS, LatAvgUS: x.LatAvg.Microseconds(),
-		LatP95US: x.LatP95.Microseconds(), Errors: x.Errors})
-}
-
-func (r *overheadRecorder) close(res *overhead.Result) {
-	if r.st == nil {
-		return
-	}
-	notes := ""
-	if res != nil {
-		notes = strings.Join(res.Notes, "; ")
-	}
-	_ = r.st.EndRun(context.Background(), r.run, time.Now().UnixMicro(), notes)
-	r.st.Close()
 }

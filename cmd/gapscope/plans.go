@@ -11,7 +11,6 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/plans"
 	"github.com/gapscope/gapscope/internal/report"
-	"github.com/gapscope/gapscope/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -100,14 +99,14 @@ func runPlans(ctx context.Context, out, errOut io.Writer, f plansFlags) error {
 		return err
 	}
 	defer db.Close()
-	rec, err := openPlansStore(ctx, f, cfg.FormatDSN())
+	rec, err := plans.Record(ctx, f.storePath, collect.RedactDSN(cfg.FormatDSN()))
 	if err != nil {
 		return err
 	}
 	var mu sync.Mutex
 	var raised []event.Finding
 	f.opts.OnPlan = func(p plans.Caught) {
-		rec.plan(ctx, p)
+		rec.Plan(ctx, p)
 		if f.format == "text" && p.Role == "slow" {
 			fmt.Fprintf(errOut, "  · caught %s after %s: %s\n", p.Source, time.Duration(p.ElapsedUS)*time.Microsecond, p.Signature)
 		}
@@ -116,11 +115,11 @@ func runPlans(ctx context.Context, out, errOut io.Writer, f plansFlags) error {
 		mu.Lock()
 		raised = append(raised, fl)
 		mu.Unlock()
-		rec.finding(fl)
+		rec.Finding(fl)
 	}
 	c := plans.NewCatcher(db, f.opts)
 	err = runFor(ctx, f.duration, c.Run)
-	if cerr := rec.close(); err == nil && cerr != nil {
+	if cerr := rec.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("recording plans in %s: %w", f.storePath, cerr)
 	}
 	if err != nil {
@@ -170,60 +169,4 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// plansStore records plans and flips in a store, when asked to.
-type plansStore struct {
-	st  *store.Store
-	w   *store.Writer
-	run int64
-	err error // the first failed write
-}
-
-func openPlansStore(ctx context.Context, f plansFlags, dsn string) (*plansStore, error) {
-	if f.storePath == "" {
-		return &plansStore{}, nil
-	}
-	st, err := store.Open(ctx, f.storePath)
-	if err != nil {
-		return nil, err
-	}
-	run, err := st.StartRun(ctx, "plans", collect.RedactDSN(dsn), time.Now().UnixMicro())
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &plansStore{st: st, w: st.NewWriter(run, store.WriterOptions{}), run: run}, nil
-}
-
-func (p *plansStore) plan(ctx context.Context, c plans.Caught) {
-	if p.st == nil {
-		return
-	}
-	err := p.st.AddPlan(context.WithoutCancel(ctx), store.Plan{RunID: p.run, TimeUS: c.TimeUS, ConnID: c.ConnID, Digest: c.Digest,
-		DigestText: c.DigestText, Source: c.Source, Plan: c.Plan.Text(), ExecUS: c.ElapsedUS})
-	p.keep(err)
-}
-
-func (p *plansStore) finding(f event.Finding) {
-	if p.w != nil {
-		p.keep(p.w.AddFinding(time.Now().UnixMicro(), &f))
-	}
-}
-
-func (p *plansStore) keep(err error) {
-	if p.err == nil {
-		p.err = err
-	}
-}
-
-// close flushes and closes the store and returns the first write error.
-func (p *plansStore) close() error {
-	if p.st == nil {
-		return nil
-	}
-	p.keep(p.w.Close())
-	p.keep(p.st.EndRun(context.Background(), p.run, time.Now().UnixMicro(), ""))
-	p.keep(p.st.Close())
-	return p.err
 }

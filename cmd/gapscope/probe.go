@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
-	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/probe"
 	"github.com/gapscope/gapscope/internal/report"
-	"github.com/gapscope/gapscope/internal/store"
 	"github.com/gapscope/gapscope/internal/workload"
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
@@ -107,7 +104,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 	}
 	defer mon.Close()
 	opts.Monitor = mon
-	rec, err := openProbeStore(ctx, f, collect.Target(cfg))
+	rec, err := probe.Record(ctx, f.storePath, collect.Target(cfg))
 	if err != nil {
 		return err
 	}
@@ -115,12 +112,12 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 		if f.format == "text" {
 			fmt.Fprintln(errOut, "  "+pointLine(p))
 		}
-		return rec.add(opts, p)
+		return rec.Add(opts, p)
 	}
 	opts.OnDiscard = func(err error) { fmt.Fprintf(errOut, "  run failed, discarded: %v\n", err) }
 	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.Target(cfg), probeName(opts), f.every)
 	res, err := probe.Run(ctx, opts)
-	if cerr := rec.close(res); err == nil {
+	if cerr := rec.Close(res); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -221,88 +218,4 @@ func writeProbeText(out io.Writer, res *probe.Result) error {
 	}
 	fmt.Fprintln(out, "\nfindings:")
 	return report.WriteFindingsText(out, res.Findings)
-}
-
-// probeRecorder writes runs, samples and findings to the store, if any.
-type probeRecorder struct {
-	st  *store.Store
-	w   *store.Writer
-	run int64
-}
-
-func openProbeStore(ctx context.Context, f probeFlags, target string) (*probeRecorder, error) {
-	if f.storePath == "" {
-		return &probeRecorder{}, nil
-	}
-	st, err := store.Open(ctx, f.storePath)
-	if err != nil {
-		return nil, err
-	}
-	run, err := st.StartRun(ctx, "probe", target, time.Now().UnixMicro())
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return &probeRecorder{st: st, run: run, w: st.NewWriter(run, store.WriterOptions{})}, nil
-}
-
-// add stores one run: its probe_results row (whole thread counts) and,
-// as samples at the same instant, the exact means and the pool queue.
-func (r *probeRecorder) add(o probe.Options, p probe.Point) error {
-	if r.st == nil {
-		return nil
-	}
-	name := probeStoreName(o)
-	err := r.st.AddProbe(context.Background(), store.ProbeResult{RunID: r.run, TimeUS: p.TimeUS, Name: name,
-		Calls: int64(p.Calls), MinUS: p.MinUS, AvgUS: p.AvgUS, MedianUS: p.MedianUS, MaxUS: p.MaxUS,
-		ThreadsConnected: int64(math.Round(p.ThreadsConnected)), ThreadsRunning: int64(math.Round(p.ThreadsRunning))})
-	if err != nil {
-		return err
-	}
-	labels := map[string]string{"probe": name}
-	for _, s := range []struct {
-		name string
-		v    float64
-	}{{"threads_running", p.ThreadsRunning}, {"threads_connected", p.ThreadsConnected},
-		{"pool_queue", p.PoolQueue}, {"pool_queue_max", float64(p.PoolQueueMax)}} {
-		if err := r.w.AddSample(&event.Sample{TimeUS: p.TimeUS, Source: "probe", Name: s.name, Value: s.v, Labels: labels}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func probeStoreName(o probe.Options) string {
-	if o.Script != nil {
-		return o.ScriptName
-	}
-	return "canary"
-}
-
-// close stores the findings and ends the run; it runs after Ctrl-C too.
-func (r *probeRecorder) close(res *probe.Result) error {
-	if r.st == nil {
-		return nil
-	}
-	defer r.st.Close()
-	now := time.Now().UnixMicro()
-	var err error
-	if res != nil {
-		for i := range res.Findings {
-			if err = r.w.AddFinding(now, &res.Findings[i]); err != nil {
-				break
-			}
-		}
-	}
-	if cerr := r.w.Close(); err == nil {
-		err = cerr
-	}
-	notes := ""
-	if res != nil && res.Discarded > 0 {
-		notes = fmt.Sprintf("%d run(s) discarded", res.Discarded)
-	}
-	if eerr := r.st.EndRun(context.Background(), r.run, now, notes); err == nil {
-		err = eerr
-	}
-	return err
 }

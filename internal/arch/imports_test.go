@@ -33,8 +33,8 @@ var allowed = map[string][]string{
 	"web":        {"event", "watch", "diagnose"},
 	"workload":   {"event", "sandbox"},
 	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans"},
-	"probe":      {"event", "collect", "workload", "diagnose"},
-	"plans":      {"event", "collect", "sqltext", "diagnose"},
+	"probe":      {"event", "collect", "workload", "diagnose", "store"},
+	"plans":      {"event", "collect", "sqltext", "diagnose", "store"},
 	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
 	"lab":        {"netlab", "watch", "probe", "plans", "overhead", "event", "sandbox", "workload", "capture", "collect", "join", "diagnose", "report", "mysqlproto", "sqltext", "store"},
 }

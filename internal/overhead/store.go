@@ -2,6 +2,7 @@ package overhead
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/report"
@@ -44,4 +45,38 @@ func StoredReport(ctx context.Context, st *store.Store, run int64) ([]report.Ove
 			AvgLatencyUS: r.LatAvgMS * 1000, P95LatencyUS: r.LatP95MS * 1000, Verdict: r.AboveNoise}
 	}
 	return out, nil
+}
+
+// Recorder writes rounds to a store as they complete, so an interrupted
+// run keeps what it measured.
+type Recorder struct{ rec *store.Recorder }
+
+// Record starts an overhead run in the store at path ("" records nothing)
+// against target (no password).
+func Record(ctx context.Context, path, target string) (*Recorder, error) {
+	rec, err := store.Record(ctx, path, "overhead", target, store.WriterOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &Recorder{rec: rec}, nil
+}
+
+// Add stores one round.
+func (r *Recorder) Add(x Round) error {
+	if !r.rec.On() {
+		return nil
+	}
+	return r.rec.Store().AddOverhead(context.Background(), store.OverheadRow{RunID: r.rec.Run(), TimeUS: x.StartUS, Config: x.Config,
+		Position: x.Position, Round: x.Index, TPS: x.TPS, QPS: x.QPS, LatAvgUS: x.LatAvg.Microseconds(),
+		LatP95US: x.LatP95.Microseconds(), Errors: x.Errors})
+}
+
+// Close ends the run with the result's notes. A failure to end it loses
+// nothing measured (the rounds are stored), so it is not reported.
+func (r *Recorder) Close(res *Result) {
+	notes := ""
+	if res != nil {
+		notes = strings.Join(res.Notes, "; ")
+	}
+	_ = r.rec.End(notes)
 }
