@@ -233,6 +233,9 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if os.Getenv("GOGC") == "" { // the user's setting wins
 		debug.SetGCPercent(watch.GCPercent)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(watch.MemoryLimit)
+	}
 	res, err := watch.Run(ctx, opts)
 	err = reportWatch(out, res, err, outs, f)
 	// After the report: --http-linger keeps serving. An exporter that could

@@ -20,8 +20,8 @@ import (
 // LiveOptions tune a live capture.
 type LiveOptions struct {
 	Options
-	// RingMB is the size of the kernel ring (default 64 MiB; the ring is
-	// resident, so it is most of watch's memory). It is the capture's only
+	// RingMB is the size of the kernel ring (default DefaultRingMB; the
+	// ring is resident, so it is much of watch's memory). It is the capture's only
 	// queue: it must hold what arrives while the decoding goroutine gets no
 	// CPU, which a saturated host does to it at times. A bigger ring rides
 	// out longer stalls before the kernel drops packets.
@@ -34,6 +34,18 @@ type LiveOptions struct {
 	// block: smaller blocks mean more handovers (wake-ups) per packet.
 	BlockKB int
 }
+
+// DefaultRingMB is the kernel ring's default size. The kernel allocates
+// the whole ring when it is set up and the process maps all of it, so it
+// is resident even on an idle server: 64 MiB made it 70% of an idle
+// watch's 90 MB RSS. Under a saturating sysbench oltp_read_write (8
+// threads on 2 cores, /tmp's drops script in docs/performance.md) a 16 MiB
+// ring dropped no packet, as 64 MiB did, while 8 MiB dropped 5,462 and
+// 18,640 of ~720,000 and 4 MiB 42,840: 16 is the smallest size with no
+// drops there. A host whose capture goroutine stalls longer (more load
+// per core) can still overflow it: the kernel's drops are counted
+// (Stats.KernelDrops) and watch's report says to raise --ring-mb.
+const DefaultRingMB = 16
 
 // Ring geometry: TPACKET_V3 blocks hold many variable-size frames; a block
 // must fit the largest frame (64 KiB on lo with offloads).
@@ -89,7 +101,7 @@ type Live struct {
 func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	opts.Options = opts.Options.withDefaults()
 	if opts.RingMB <= 0 {
-		opts.RingMB = 64
+		opts.RingMB = DefaultRingMB
 	}
 	block := ringBlockSize
 	if opts.BlockKB > 0 {

@@ -39,7 +39,7 @@ func DefaultOptions() Options {
 	return Options{
 		Sample:          1,
 		CPUBudget:       DefaultCPUBudget,
-		RingMB:          64,
+		RingMB:          capture.DefaultRingMB,
 		PollInterval:    time.Second,
 		MinPollInterval: 250 * time.Millisecond,
 		MaxWait:         5 * time.Second,
