@@ -39,7 +39,7 @@ type LiveOptions struct {
 // the whole ring when it is set up and the process maps all of it, so it
 // is resident even on an idle server: 64 MiB made it 70% of an idle
 // watch's 90 MB RSS. Under a saturating sysbench oltp_read_write (8
-// threads on 2 cores, /tmp's drops script in docs/performance.md) a 16 MiB
+// threads on 2 cores; figures in docs/performance.md) a 16 MiB
 // ring dropped no packet, as 64 MiB did, while 8 MiB dropped 5,462 and
 // 18,640 of ~720,000 and 4 MiB 42,840: 16 is the smallest size with no
 // drops there. A host whose capture goroutine stalls longer (more load
