@@ -66,6 +66,7 @@ type Instance struct {
 	Flavor    string // "mariadb" or "mysql"
 	Host      string // address the server listens on (127.0.0.1 unless Options.BindAddress)
 	NetNS     string // network namespace the server runs in ("" for this one)
+	Nice      int    // the server's nice value (Options.Nice; kept by Restart)
 	PID       int
 	cmd       *exec.Cmd
 	done      chan error
@@ -281,9 +282,14 @@ func (inst *Instance) launch(server string, opts Options) error {
 	}
 	args = append(args, opts.ServerArgs...)
 	cmd := exec.Command(server, args...)
-	if opts.Nice != 0 {
+	if opts.Nice == 0 {
+		opts.Nice = inst.Nice // a restart keeps the priority
+	}
+	inst.Nice = opts.Nice
+	if adj := opts.Nice - ownNice(); opts.Nice != 0 && adj != 0 {
 		// nice(1) execs the server: same pid, every thread at that nice.
-		cmd = exec.Command("nice", append([]string{"-n", fmt.Sprint(opts.Nice), server}, args...)...)
+		// Its -n is relative to the nice it inherits from us.
+		cmd = exec.Command("nice", append([]string{"-n", fmt.Sprint(adj), server}, args...)...)
 	}
 	if inst.NetNS != "" {
 		// ip(8) enters the namespace and execs the server: same pid.
@@ -435,7 +441,8 @@ func (inst *Instance) Kill() error {
 }
 
 // Restart stops the server and starts it again on the same datadir and port
-// with new options (static settings such as performance_schema need this).
+// with new options (static settings such as performance_schema need this);
+// a zero opts.Nice keeps the nice value it ran at.
 func (inst *Instance) Restart(ctx context.Context, opts Options) error {
 	server, _, err := FindServerFlavor(inst.Flavor)
 	if err != nil {
