@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gapscope/gapscope/internal/capture"
-	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/lab"
 	"github.com/gapscope/gapscope/internal/netlab"
@@ -238,19 +236,5 @@ func TestCapturePointFlag(t *testing.T) {
 		maxWait: time.Second, capturePoint: "client"}
 	if o, err := f.options(); err != nil || o.CapturePoint != "client" {
 		t.Errorf("--capture-point client: %+v, %v", o.CapturePoint, err)
-	}
-}
-
-func TestDescribePath(t *testing.T) {
-	got := describePath(capture.PathStats{Point: capture.PointClient, Conns: 2, RTTMinUS: 10_000, RTTMedianUS: 10_100,
-		RTTMaxUS: 10_200, SpreadUS: 300}, collect.Clock{ErrorUS: 40, PathRTTUS: 10_150})
-	for _, want := range []string{"capture point: the application's host", "round trip to the server 10.1ms", "2 connections",
-		"clock calibration: ±40µs", "markers' connection round trip 10.15ms, corrected for: each way assumed half"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("describePath lacks %q:\n%s", want, got)
-		}
-	}
-	if got := describePath(capture.PathStats{}, collect.Clock{ErrorUS: 3, PathRTTUS: 60}); !strings.Contains(got, "unknown") || strings.Contains(got, "corrected") {
-		t.Errorf("local: %s", got)
 	}
 }

@@ -192,12 +192,8 @@ func probeName(o probe.Options) string {
 
 func pointLine(p probe.Point) string {
 	return fmt.Sprintf("%s  median %-9s avg %-9s max %-9s Threads_running %5.1f (max %d)  connected %5.1f  pool queue %4.1f",
-		time.UnixMicro(p.TimeUS).Format("15:04:05"), usDur(p.MedianUS), usDur(p.AvgUS), usDur(p.MaxUS),
+		time.UnixMicro(p.TimeUS).Format("15:04:05"), report.Micros(p.MedianUS), report.Micros(p.AvgUS), report.Micros(p.MaxUS),
 		p.ThreadsRunning, p.ThreadsRunningMax, p.ThreadsConnected, p.PoolQueue)
-}
-
-func usDur(v int64) string {
-	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond).String()
 }
 
 func writeProbeText(out io.Writer, res *probe.Result) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/store"
 	"github.com/gapscope/gapscope/internal/watch"
+	"github.com/gapscope/gapscope/internal/watchtext"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -272,78 +273,7 @@ func writeWatchResult(out io.Writer, res *watch.Result, f watchFlags) error {
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	if err := report.WriteProfileTextWidth(out, res.Profile, f.top, textWidth(0, out)); err != nil {
-		return err
-	}
-	writeGroupSummary(out, res.Groups)
-	writeJoinSummary(out, res)
-	writeOwnCost(out, res.Own)
-	return report.WriteFindingsText(out, res.Findings)
-}
-
-// writeJoinSummary says how the two sides met; without the wire, how many
-// server rows the profile holds.
-func writeJoinSummary(out io.Writer, res *watch.Result) {
-	if res.ServerOnly {
-		fmt.Fprintf(out, "\nserver rows %d, no wire: queue, delivery and client time unknown\n", res.ServerSide.Rows)
-		return
-	}
-	fmt.Fprintf(out, "\n%sclock error ±%dµs\n", res.Coverage.Summary(), res.Clock.ErrorUS)
-	fmt.Fprintln(out, describePath(res.Capture.Path, res.Clock))
-	if k := res.KernelPath; k != nil {
-		fmt.Fprintf(out, "kernel's round trip of this host's %d connection(s) to the server: min %s, smoothed %s ± %s\n",
-			k.Sockets, usDur(k.MinRTTUS), usDur(k.RTTUS), usDur(k.RTTVarUS))
-	}
-}
-
-// describePath says where the capture ran and what it measured of the
-// path to the server, and the calibration's error.
-func describePath(p capture.PathStats, c collect.Clock) string {
-	where := map[string]string{capture.PointServer: "the server's host", capture.PointClient: "the application's host",
-		capture.PointBetween: "between client and server", "mixed": "mixed (connections differ)"}[p.Point]
-	if where == "" {
-		where = "unknown"
-	}
-	line := "capture point: " + where
-	if p.Conns > 0 {
-		line += fmt.Sprintf("; round trip to the server %s (median over %d connections of each one's smallest; range %s-%s, samples stray %s)",
-			usDur(p.RTTMedianUS), p.Conns, usDur(p.RTTMinUS), usDur(p.RTTMaxUS), usDur(p.SpreadUS))
-	}
-	line += fmt.Sprintf("\nclock calibration: ±%s", usDur(c.ErrorUS))
-	if c.PathRTTUS > 0 {
-		line += fmt.Sprintf(" (markers' connection round trip %s", usDur(c.PathRTTUS))
-		if c.PathRTTUS*1000 >= collect.LinkRTTFloorNS {
-			line += ", corrected for: each way assumed half"
-		}
-		line += ")"
-	}
-	return line
-}
-
-// writeOwnCost says what watch cost the host: its CPU over the run.
-func writeOwnCost(out io.Writer, o watch.OwnCost) {
-	fmt.Fprintf(out, "watch itself: %.1f s CPU, %.2f%% of %d CPUs", o.CPUSeconds, 100*o.Share, o.CPUs)
-	if o.Budget > 0 {
-		fmt.Fprintf(out, " (budget %g%%", 100*o.Budget)
-		if n := len(o.Steps); n > 0 {
-			fmt.Fprintf(out, "; joining the fast statements of 1 in %d connections at the end", o.Steps[n-1].Sample)
-			if o.AppConns > 0 {
-				fmt.Fprintf(out, ": %d of %d", o.JoinedConns, o.AppConns)
-			}
-		}
-		fmt.Fprint(out, ")")
-	}
-	fmt.Fprint(out, "\n\n")
-}
-
-func writeGroupSummary(out io.Writer, groups []watch.GroupSummary) {
-	if len(groups) == 0 {
-		return
-	}
-	fmt.Fprintf(out, "\nthread-pool groups:\n  %-6s %-11s %-14s %-14s\n", "group", "statements", "queue total", "max queue")
-	for _, g := range groups {
-		fmt.Fprintf(out, "  %-6d %-11d %-14s %-14s\n", g.Group, g.Statements, time.Duration(g.QueueUS)*time.Microsecond, time.Duration(g.MaxQueueUS)*time.Microsecond)
-	}
+	return watchtext.Write(out, res, f.top, textWidth(0, out))
 }
 
 func isTerminal(w io.Writer) bool {

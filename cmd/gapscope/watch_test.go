@@ -8,23 +8,6 @@ import (
 	"github.com/gapscope/gapscope/internal/watch"
 )
 
-// The "watch itself" line says what the budget left joined in
-// connections, not only as 1 in N (1 in 512 says little with 8).
-func TestWriteOwnCost(t *testing.T) {
-	var b strings.Builder
-	writeOwnCost(&b, watch.OwnCost{CPUSeconds: 1.5, CPUs: 2, Share: 0.015, Budget: 0.01,
-		Steps: []watch.SampleStep{{Sample: 8}, {Sample: 512}}, JoinedConns: 1, AppConns: 8})
-	want := "watch itself: 1.5 s CPU, 1.50% of 2 CPUs (budget 1%; joining the fast statements of 1 in 512 connections at the end: 1 of 8)"
-	if !strings.HasPrefix(b.String(), want) {
-		t.Fatalf("got %q, want %q", b.String(), want)
-	}
-	b.Reset()
-	writeOwnCost(&b, watch.OwnCost{CPUSeconds: 0.2, CPUs: 2, Share: 0.001})
-	if got := b.String(); strings.Contains(got, "budget") || !strings.HasPrefix(got, "watch itself: 0.2 s CPU, 0.10% of 2 CPUs") {
-		t.Fatalf("without a budget: %q", got)
-	}
-}
-
 // The watch table's digest text follows the terminal's width (COLUMNS here)
 // as analyze's and digest's do, instead of a fixed 120 columns that leaves
 // it about 28 characters.

@@ -298,3 +298,9 @@ func WriteJSON(w io.Writer, v any) error {
 	}
 	return nil
 }
+
+// Micros renders microseconds as a duration rounded to 10 µs (10.1ms,
+// 1.5s), as the commands' text output writes latencies.
+func Micros(us int64) string {
+	return (time.Duration(us) * time.Microsecond).Round(10 * time.Microsecond).String()
+}
