@@ -37,15 +37,15 @@ type LiveOptions struct {
 
 // DefaultRingMB is the kernel ring's default size. The kernel allocates
 // the whole ring when it is set up and the process maps all of it, so it
-// is resident even on an idle server: 64 MiB made it 70% of an idle
-// watch's 90 MB RSS. Under a saturating sysbench oltp_read_write (8
-// threads on 2 cores; figures in docs/performance.md) a 16 MiB
-// ring dropped no packet, as 64 MiB did, while 8 MiB dropped 5,462 and
-// 18,640 of ~720,000 and 4 MiB 42,840: 16 is the smallest size with no
-// drops there. A host whose capture goroutine stalls longer (more load
-// per core) can still overflow it: the kernel's drops are counted
-// (Stats.KernelDrops) and watch's report says to raise --ring-mb.
-const DefaultRingMB = 16
+// is resident even on an idle server (most of an idle watch's RSS). It is
+// still 64 MiB: one request can be larger than a smaller ring (a 20 MB
+// INSERT, max_allowed_packet allows far more) and arrives on loopback in
+// tens of milliseconds, faster than a loaded host's decoder drains it; the
+// field lab's 20 MB INSERT lost packets, and with them the statement, on a
+// 16 MiB ring under load, and a saturated round dropped packets at 32 MiB
+// (figures in docs/performance.md). --ring-mb trades that margin for
+// memory on a host that knows its requests.
+const DefaultRingMB = 64
 
 // Ring geometry: TPACKET_V3 blocks hold many variable-size frames; a block
 // must fit the largest frame (64 KiB on lo with offloads).

@@ -16,7 +16,7 @@ type historyReader[R any] struct {
 	sizeVar string // variable holding the ring size
 	want    []field[R]
 	key     func(*R) eventKey
-	setConn func(*R, uint64) // stores threads.PROCESSLIST_ID; nil: not wanted
+	setConn func(*R, uint64, bool) // stores threads.PROCESSLIST_ID and whether it is a unix-socket client; nil: not wanted
 	// incremental asks the server only for rows inside the cursor's
 	// TIMER_END window instead of the whole table. Only for tables whose
 	// rows share one timer: waits mix timers (idle runs on its own).
@@ -33,6 +33,8 @@ type historyReader[R any] struct {
 	// connections open takes 50 ms with the join, 3.1 ms without, 0.5 ms
 	// for the threads table alone (BenchmarkHistoryThreadsJoinSandbox).
 	threads map[uint64]uint64
+	// sockets are the threads of unix-socket clients among them.
+	sockets map[uint64]bool
 
 	ready   bool
 	fields  []field[R]
@@ -73,7 +75,7 @@ const keepRowsMax = 16384
 // incremental reader does not look for ended threads.
 const markCheckMin = 256
 
-func newHistoryReader[R any](table, kind string, want []field[R], key func(*R) eventKey, setConn func(*R, uint64)) (*historyReader[R], error) {
+func newHistoryReader[R any](table, kind string, want []field[R], key func(*R) eventKey, setConn func(*R, uint64, bool)) (*historyReader[R], error) {
 	if table != "events_"+kind+"_history" && table != "events_"+kind+"_history_long" {
 		return nil, fmt.Errorf("collect: %q is not events_%s_history or events_%s_history_long", table, kind, kind)
 	}
@@ -282,21 +284,27 @@ func (h *historyReader[R]) fillConns(ctx context.Context, db queryer, rows []R) 
 		}
 	}
 	if unknown {
-		live, err := Threads(ctx, db)
+		live, sockets, err := threadConns(ctx, db)
 		if err != nil {
 			return err
 		}
 		for i := range rows {
 			t := h.key(&rows[i]).Thread
 			if _, ok := live[t]; !ok {
-				live[t] = 0 // background, or ended before we looked: not looked up again
+				// Ended before we looked (or background): what was learnt
+				// while it ran (LearnThreads) stays; not looked up again.
+				live[t] = h.threads[t]
+				if h.sockets[t] {
+					sockets[t] = true
+				}
 			}
 		}
-		h.threads = live
+		h.threads, h.sockets = live, sockets
 	}
 	for i := range rows {
-		if conn := h.threads[h.key(&rows[i]).Thread]; conn != 0 {
-			h.setConn(&rows[i], conn)
+		t := h.key(&rows[i]).Thread
+		if conn := h.threads[t]; conn != 0 || h.sockets[t] {
+			h.setConn(&rows[i], conn, h.sockets[t])
 		}
 	}
 	return nil

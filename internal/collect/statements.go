@@ -111,7 +111,7 @@ func newStatementCursor(table string, incremental bool) *StatementCursor {
 	c := &StatementCursor{table: table, own: map[uint64]bool{}, conns: map[uint64]uint64{}}
 	c.r, c.err = newHistoryReader(table, "statements", statementFields,
 		func(s *ServerStatement) eventKey { return eventKey{s.ThreadID, s.EventID, s.EndEventID, s.TimerEnd} },
-		func(s *ServerStatement, id uint64) { s.ConnID = id })
+		func(s *ServerStatement, id uint64, socket bool) { s.ConnID, s.Socket = id, socket })
 	if c.err == nil {
 		c.r.incremental, c.r.minSlack = incremental, defaultMinSlack
 	}

@@ -10,23 +10,35 @@ import (
 // Threads maps performance_schema THREAD_ID to PROCESSLIST_ID (the
 // connection id a client sees in its handshake) for foreground threads.
 func Threads(ctx context.Context, db queryer) (map[uint64]uint64, error) {
-	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads WHERE PROCESSLIST_ID IS NOT NULL")
+	conns, _, err := threadConns(ctx, db)
+	return conns, err
+}
+
+// threadConns is Threads, and the threads whose client connected through
+// the server's unix socket (CONNECTION_TYPE 'Socket'): no packet capture
+// sees those, so their statements can only be the server's.
+func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, map[uint64]bool, error) {
+	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID, IFNULL(CONNECTION_TYPE, '') FROM performance_schema.threads WHERE PROCESSLIST_ID IS NOT NULL")
 	if err != nil {
-		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+		return nil, nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 	}
 	defer rows.Close()
-	out := map[uint64]uint64{}
+	conns, sockets := map[uint64]uint64{}, map[uint64]bool{}
 	for rows.Next() {
 		var tid, pid uint64
-		if err := rows.Scan(&tid, &pid); err != nil {
-			return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+		var typ string
+		if err := rows.Scan(&tid, &pid, &typ); err != nil {
+			return nil, nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 		}
-		out[tid] = pid
+		conns[tid] = pid
+		if typ == "Socket" {
+			sockets[tid] = true
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
+		return nil, nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 	}
-	return out, nil
+	return conns, sockets, nil
 }
 
 // OwnThreadID returns the performance_schema THREAD_ID of the connection

@@ -266,15 +266,18 @@ func (c *StatementCursor) LearnThreads(ctx context.Context, db queryer) error {
 	if c.r == nil || c.r.setConn == nil {
 		return nil
 	}
-	live, err := Threads(ctx, db)
+	live, sockets, err := threadConns(ctx, db)
 	if err != nil {
 		return err
 	}
 	if c.r.threads == nil {
-		c.r.threads = map[uint64]uint64{}
+		c.r.threads, c.r.sockets = map[uint64]uint64{}, map[uint64]bool{}
 	}
 	for t, conn := range live {
 		c.r.threads[t] = conn
+	}
+	for t := range sockets {
+		c.r.sockets[t] = true
 	}
 	return nil
 }

@@ -24,6 +24,9 @@ type ServerStatement struct {
 	EventID    uint64
 	EndEventID uint64
 	ConnID     uint64 // threads.PROCESSLIST_ID; 0 for background threads
+	// Socket: the client connected through the server's unix socket
+	// (threads.CONNECTION_TYPE), which no packet capture sees.
+	Socket     bool
 	EventName  string // statement/sql/select, statement/com/Execute, ...
 	SQLText    string
 	Digest     string

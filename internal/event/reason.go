@@ -41,7 +41,6 @@ const (
 	// A server statement with no wire half (server-only events).
 	NoCapture  // the run has no capture (--no-capture, or it could not open)
 	UnixSocket // the client connected through the server's unix socket
-	NotOnWire  // a TCP client the capture did not see (another port or interface)
 
 	// A server row no wire statement took.
 	RowNoWire  // no wire statement: not captured, sampled out, or watch's own
@@ -74,7 +73,6 @@ var reasonTable = [reasonCount]struct{ name, text string }{
 	NoReason:            {"no_reason", "not joined: no reason recorded"},
 	NoCapture:           {"no_capture", "server only: no wire capture, client time unknown"},
 	UnixSocket:          {"unix_socket", "server only: the client connected through the server's unix socket, which no packet capture sees; client time unknown"},
-	NotOnWire:           {"not_on_wire", "server only: the client's connection was not on the captured wire (another port or interface, or opened before the capture and never seen); client time unknown"},
 	RowNoWire:           {"row_no_wire", "no wire statement (not captured, left out of the join sample, or watch's own)"},
 	RowExpired:          {"row_expired", "no wire statement within --max-wait"},
 	RowEvicted:          {"row_evicted", "given up early (too many pending)"},
@@ -99,7 +97,7 @@ func (r Reason) Text() string {
 }
 
 // ServerOnly reports whether r explains a server statement without a wire half.
-func (r Reason) ServerOnly() bool { return r >= NoCapture && r <= NotOnWire }
+func (r Reason) ServerOnly() bool { return r == NoCapture || r == UnixSocket }
 
 // MarshalText writes the name.
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }

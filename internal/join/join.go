@@ -121,6 +121,9 @@ type Stats struct {
 	// UnmatchedByReason splits UnmatchedServer by why no wire statement
 	// took the row, by the reason's name (event.UnmatchedRowReasons).
 	UnmatchedByReason map[string]int64
+	// NotOnWire counts server rows emitted as statements of their own
+	// because their client was not on the captured wire (a unix socket).
+	NotOnWire int64
 	// Withheld counts joins whose split the evidence could not explain
 	// (guard.go): matched, but emitted without the split.
 	Withheld int64
@@ -348,6 +351,10 @@ func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
 			continue
 		}
 		r := &rows[i]
+		if r.Socket {
+			j.notOnWire(r, event.UnixSocket) // no capture sees a unix socket
+			continue
+		}
 		base, shift := j.clockOf(r)
 		id := r.ConnID
 		if id == 0 {
@@ -660,11 +667,17 @@ func (j *Joiner) settle(c *connState, force bool) {
 
 // rowsMayFollow reports whether s may have more server rows than the
 // reads so far hold: a query that can carry several statements, answered
-// after the latest read began (its last statement ends after its answer,
-// by up to the end tolerance).
+// less than multiSettleUS (or the end tolerance) before the latest read
+// began.
 func (j *Joiner) rowsMayFollow(s *event.Statement) bool {
-	return multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && j.readAt < s.TRespLast+j.endTolUS
+	return multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && j.readAt < s.TRespLast+max(j.endTolUS, multiSettleUS)
 }
+
+// multiSettleUS is the least time after a multi-statement query's answer
+// before a read is trusted to hold its last row: on a loaded host the
+// server records a statement's end milliseconds after its last send, and
+// a join on the first rows alone would read the rest as delivery.
+const multiSettleUS = 100_000
 
 // latestAnswer bounds the start of any row that can still fit one of c's
 // pending wire statements: below every start when there are none, none
@@ -838,6 +851,13 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		j.stats.Withheld++
 	}
 	j.deliver(s)
+}
+
+// notOnWire emits r as a statement of its own: its client was not on the
+// captured wire.
+func (j *Joiner) notOnWire(r *collect.ServerStatement, why event.Reason) {
+	j.stats.NotOnWire++
+	j.deliver(ServerOnly(r, why))
 }
 
 // partOf is one server row of a request, for its event's list.

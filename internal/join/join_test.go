@@ -176,7 +176,7 @@ func TestJoinSkipsNestedAndBackground(t *testing.T) {
 	if !s.Joined || s.ExecUS != 850 {
 		t.Fatalf("joined=%v exec=%d", s.Joined, s.ExecUS)
 	}
-	j.FlushAll() // a background row waits for a wire statement until then
+	j.FlushAll() // a row without a thread waits for a wire statement until then
 	if st := j.Stats(); st.Nested != 1 || st.Background != 1 || st.UnmatchedServer != 0 || st.Merged != 0 {
 		t.Fatalf("stats %+v", st)
 	}

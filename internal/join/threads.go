@@ -220,6 +220,12 @@ func (j *Joiner) expireAnon(cutoff int64) {
 	kept := j.anon[:0]
 	for _, a := range j.anon {
 		if a.added <= cutoff {
+			// Counted, not reported: an ended thread's row that no wire
+			// statement took may be a connection's the capture did carry
+			// (its statements late, given up, or sampled out) as well as a
+			// unix socket's or a server thread's; reported as a statement of
+			// its own it would count twice. Socket threads are known while
+			// they live (AddServer reports theirs).
 			j.stats.Background++
 			continue
 		}

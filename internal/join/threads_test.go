@@ -55,7 +55,9 @@ func TestJoinEndedThreadAmbiguousIsNotGuessed(t *testing.T) {
 	}
 }
 
-// A background thread's row with no wire statement around stays background.
+// A row of an ended thread with no wire statement around is counted as
+// unidentified, not reported: it may be a connection's the capture did
+// carry, whose statements were given up or sampled out.
 func TestJoinBackgroundRowWithoutWire(t *testing.T) {
 	rec := newRecorder(t)
 	j := New(Options{}, rec.emit)
@@ -66,8 +68,24 @@ func TestJoinBackgroundRowWithoutWire(t *testing.T) {
 		t.Errorf("counted as background before MaxWait: %+v", st)
 	}
 	j.Flush(Options{}.withDefaults().MaxWait.Microseconds() + 1)
-	if st := j.Stats(); st.Background != 1 || st.ThreadsLearned != 0 {
-		t.Errorf("stats %+v", st)
+	if st := j.Stats(); st.Background != 1 || st.NotOnWire != 0 || st.ThreadsLearned != 0 || len(rec.out) != 0 {
+		t.Errorf("stats %+v, %d emitted", st, len(rec.out))
+	}
+}
+
+// A unix-socket client's row (its thread named the socket when read) is
+// a statement of its own at once, with its server time and reason.
+func TestJoinSocketRowReported(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	r := row(7, "statement/sql/select", "SELECT SLEEP(0.15)", 1_000, 151_000)
+	r.Socket = true
+	j.AddServer([]collect.ServerStatement{r}, readAfter)
+	if st := j.Stats(); st.NotOnWire != 1 || len(rec.out) != 1 || j.Pending() != 0 {
+		t.Fatalf("stats %+v, %d emitted, %d pending", st, len(rec.out), j.Pending())
+	}
+	if s := rec.out[0]; s.Why != event.UnixSocket || s.ServerUS != 150_000 || s.ConnID != 7 || s.Joined {
+		t.Errorf("the socket statement %+v", s)
 	}
 }
 

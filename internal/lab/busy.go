@@ -261,14 +261,14 @@ func connID(ctx context.Context, c *sql.Conn) uint64 {
 
 // busyTally counts what watch reported, by connection, as it reports it.
 type busyTally struct {
-	mu               sync.Mutex
-	bg               map[uint64]bool
-	slow             uint64
-	seen, joined     int64
-	all, allJoined   int64
+	mu                         sync.Mutex
+	bg                         map[uint64]bool
+	slow                       uint64
+	seen, joined               int64
+	all, allJoined             int64
 	unnoted, badSums, withheld int64
-	queues           []int64
-	slowStmts        []event.Statement
+	queues                     []int64
+	slowStmts                  []event.Statement
 }
 
 func newBusyTally() *busyTally { return &busyTally{bg: map[uint64]bool{}} }

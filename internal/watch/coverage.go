@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
@@ -42,6 +43,12 @@ type Coverage struct {
 	ServerUnmatched  map[string]int64 `json:"server_unmatched,omitempty"`
 	ServerSampledOut int64            `json:"server_sampled_out"`
 	ServerDuplicates int64            `json:"server_duplicates"`
+	// NotOnWire: server statements whose client the capture did not see
+	// (a unix socket, another port), reported as server-only events, by
+	// reason; NotOnWireUS is their server time.
+	NotOnWire   int64            `json:"not_on_wire"`
+	NotOnWireBy map[string]int64 `json:"not_on_wire_by_reason,omitempty"`
+	NotOnWireUS int64            `json:"not_on_wire_server_us"`
 	// ThreadsFromWire: threads that had ended before their rows were read
 	// (performance_schema no longer names their connection), identified
 	// from the wire statements their rows fit.
@@ -53,6 +60,14 @@ type coverageTally struct {
 	seen, joined, outliers, outliersJoined int64
 	bySource                               map[string]int64
 	unjoined                               event.ReasonCounts
+	unseen                                 event.ReasonCounts
+	unseenUS                               int64
+}
+
+// addUnseen counts a server statement the wire did not carry.
+func (c *coverageTally) addUnseen(s *event.Statement) {
+	c.unseen.Add(s.Why)
+	c.unseenUS += s.ServerUS
 }
 
 func (c *coverageTally) add(s *event.Statement) {
@@ -85,7 +100,10 @@ func (e *engine) coverage(js join.Stats, server ServerSideStats) Coverage {
 	e.sink.mu.Lock()
 	t := &e.sink.cov
 	c := Coverage{Seen: t.seen, Joined: t.joined, JoinedBySource: maps.Clone(t.bySource), Unjoined: t.unjoinedByReason(),
-		Outliers: t.outliers, OutliersJoined: t.outliersJoined}
+		Outliers: t.outliers, OutliersJoined: t.outliersJoined, NotOnWireBy: t.unseen.Map(), NotOnWireUS: t.unseenUS}
+	for _, n := range c.NotOnWireBy {
+		c.NotOnWire += n
+	}
 	e.sink.mu.Unlock()
 	c.QueueDropped = server.QueueDrops
 	c.OutputDropped = e.sink.out.drops()
@@ -118,8 +136,13 @@ func (c Coverage) Summary() string {
 	for _, n := range c.ServerUnmatched {
 		unmatched += n
 	}
-	fmt.Fprintf(&b, "server rows read %d: joined %d, merged into a multi-statement query %d, inside stored programs %d, background (or unidentified) threads %d, unmatched %d, left out of the join sample %d, duplicates of targeted reads %d\n",
-		c.ServerRows, c.ServerJoined, c.ServerMerged, c.ServerNested, c.ServerBackground, unmatched, c.ServerSampledOut, c.ServerDuplicates)
+	fmt.Fprintf(&b, "server rows read %d: joined %d, merged into a multi-statement query %d, inside stored programs %d, not on the wire %d, background (or unidentified) threads %d, unmatched %d, left out of the join sample %d, duplicates of targeted reads %d\n",
+		c.ServerRows, c.ServerJoined, c.ServerMerged, c.ServerNested, c.NotOnWire, c.ServerBackground, unmatched, c.ServerSampledOut, c.ServerDuplicates)
+	if c.NotOnWire > 0 {
+		top := c.ServerJoined + c.NotOnWire // the server's statements watch could place
+		fmt.Fprintf(&b, "  not on the captured wire: %d statements (%s), %.1f%% of the server's statements joined or placed, %s of server time: reported as server-only events\n",
+			c.NotOnWire, countList(c.NotOnWireBy), 100*float64(c.NotOnWire)/float64(max(top, 1)), usText(c.NotOnWireUS))
+	}
 	if len(c.ServerUnmatched) > 0 {
 		fmt.Fprintf(&b, "  unmatched: %s\n", countList(c.ServerUnmatched))
 	}
@@ -157,4 +180,9 @@ func reasonPhrase(key string) string {
 		return key
 	}
 	return strings.TrimPrefix(strings.TrimPrefix(r.Text(), "not joined: "), "server only: ")
+}
+
+// usText renders microseconds for the text report.
+func usText(us int64) string {
+	return (time.Duration(us) * time.Microsecond).Round(time.Millisecond).String()
 }

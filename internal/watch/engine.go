@@ -453,6 +453,9 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 		e.sink.profile.AddNote(n)
 	}
 	res.Profile = e.sink.profile.Result()
+	if e.sink.unseen != nil {
+		res.NotOnWire = e.sink.unseen.Result()
+	}
 	e.sink.mu.Unlock()
 	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool), diagnose.WatchRules()...)
 	if e.plans != nil {

@@ -245,3 +245,71 @@ func TestMultiStatementJoined(t *testing.T) {
 		}
 	}
 }
+
+// Clients of the server's unix socket are on no wire: their statements
+// are reported as server-only events with the reason, ranked by server
+// time beside the wire's profile, and counted in the coverage, whether
+// their connection lives across reads (its thread names the socket) or
+// ends before watch reads its rows (as the mariadb CLI's do).
+func TestSocketClientsReported(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	got, res := collectStatements(t, ctx, inst, func() error {
+		long, err := sql.Open("mysql", inst.SocketDSN(""))
+		if err != nil {
+			return err
+		}
+		defer long.Close()
+		conn, err := long.Conn(ctx) // one connection across reads
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		for range 3 {
+			if _, err := conn.ExecContext(ctx, "DO SLEEP(0.15)"); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		for range 3 { // short connections, each ended within its statement's read
+			short, err := sql.Open("mysql", inst.SocketDSN(""))
+			if err != nil {
+				return err
+			}
+			_, err = short.ExecContext(ctx, "SELECT SLEEP(0.15)")
+			short.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, "sleep", "SLEEP")
+	var long, short int
+	for _, s := range got {
+		t.Logf("%q why %v server %d µs joined %v", s.SQL, s.Why, s.ServerUS, s.Joined)
+		if s.Joined || !s.Why.ServerOnly() || s.ServerUS < 140_000 || s.ClientUS != 0 {
+			t.Errorf("a socket client's statement: %+v", s)
+		}
+		switch {
+		case strings.HasPrefix(strings.ToUpper(s.SQL), "DO"):
+			long++
+			if s.Why != event.UnixSocket {
+				t.Errorf("a live socket connection's statement says %v, want unix_socket", s.Why)
+			}
+		default:
+			short++
+		}
+	}
+	if long != 3 || short != 3 {
+		t.Errorf("socket statements reported: %d of the long connection's 3, %d of the short ones' 3 (coverage %+v)", long, short, res.Coverage)
+	}
+	if res.Coverage.NotOnWire < 6 || res.NotOnWire == nil || len(res.NotOnWire.Digests) == 0 {
+		t.Errorf("coverage not on wire %d, profile %v", res.Coverage.NotOnWire, res.NotOnWire)
+	}
+	for _, d := range res.Profile.Digests {
+		if strings.Contains(strings.ToUpper(d.DigestText), "SLEEP") {
+			t.Errorf("a socket statement in the wire's client-latency profile: %+v", d)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
 )
 
@@ -381,7 +382,7 @@ func (p *poller) learnConns(procs []collect.Process) {
 // addServerOnly reports server statements as such when there is no wire.
 func (p *poller) addServerOnly(rows []collect.ServerStatement) {
 	for i := range rows {
-		s := serverStatement(&rows[i])
+		s := join.ServerOnly(&rows[i], event.NoCapture)
 		p.sink.add(s)
 	}
 }

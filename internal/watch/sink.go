@@ -32,10 +32,14 @@ type sink struct {
 	groups  map[int]*GroupSummary
 	worst   []event.Statement // slowest recent statements for the live view
 	out     *outputStage      // the run's sinks (nil: none); its own lock
-	total   int64
-	joined  int64
-	conns   map[string]*ConnSummary
-	cov     coverageTally
+	// unseen ranks, by the server's time, the statements whose client was
+	// not on the captured wire (unix sockets...): beside the wire's
+	// profile, never mixed into its client latencies. Made on first use.
+	unseen *report.Profile
+	total  int64
+	joined int64
+	conns  map[string]*ConnSummary
+	cov    coverageTally
 	// serverOnly: no wire, so the slowest statements are the server's
 	// slowest (client time is unknown).
 	serverOnly bool
@@ -77,6 +81,10 @@ func (k *sink) add(s *event.Statement) {
 func (k *sink) account(s *event.Statement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if s.Why.ServerOnly() && !k.serverOnly {
+		k.accountUnseen(s)
+		return
+	}
 	k.total++
 	k.cov.add(s)
 	if s.Joined {
@@ -88,6 +96,22 @@ func (k *sink) account(s *event.Statement) {
 	k.addConn(s)
 	k.addWorst(s)
 }
+
+// accountUnseen counts a server statement the wire did not carry: in its
+// own profile (by server time) and the coverage, and in the diagnosis
+// window, whose server-side rules judge it too.
+func (k *sink) accountUnseen(s *event.Statement) {
+	if k.unseen == nil {
+		k.unseen = report.NewProfile(report.ProfileOptions{Metric: report.ServerLatency,
+			MetricLabel: NotOnWireMetric, Unknown: wireUnknown})
+	}
+	k.unseen.Add(s)
+	k.cov.addUnseen(s)
+	k.window.add(s)
+}
+
+// NotOnWireMetric names the ranking of the statements the wire did not carry.
+const NotOnWireMetric = "server time (performance_schema) of statements not on the captured wire"
 
 func (k *sink) addGroup(s *event.Statement) {
 	if s.PoolGroup == nil || !s.Joined {

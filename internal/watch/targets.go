@@ -307,6 +307,12 @@ func (p *poller) scanRunning(ctx context.Context) {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
 	t.remember(rows)
+	if len(rows) > 0 {
+		// A statement long enough to be seen running may be a unix-socket
+		// client's, whose connection can end before the history is read:
+		// learn its thread (and its connection's type) while it lives.
+		p.learn.pending = true
+	}
 }
 
 // remember adds the statements a scan saw running to their connections'

@@ -152,8 +152,11 @@ func (o Options) withDefaults() Options {
 
 // Result is what a watch run saw.
 type Result struct {
-	Server     collect.ServerInfo    `json:"server"`
-	Profile    *report.ProfileResult `json:"profile"`
+	Server  collect.ServerInfo    `json:"server"`
+	Profile *report.ProfileResult `json:"profile"`
+	// NotOnWire ranks, by the server's time, the statements whose client
+	// the capture did not see (unix sockets...); nil when there were none.
+	NotOnWire  *report.ProfileResult `json:"not_on_wire,omitempty"`
 	Findings   []event.Finding       `json:"findings"`
 	Capture    capture.Stats         `json:"capture"`
 	Join       join.Stats            `json:"join"`

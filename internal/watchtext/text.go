@@ -19,6 +19,12 @@ func Write(out io.Writer, res *watch.Result, top, width int) error {
 	if err := report.WriteProfileTextWidth(out, res.Profile, top, width); err != nil {
 		return err
 	}
+	if res.NotOnWire != nil {
+		fmt.Fprintln(out, "\nNot on the captured wire (unix-socket clients and the like): the server's time only")
+		if err := report.WriteProfileTextWidth(out, res.NotOnWire, top, width); err != nil {
+			return err
+		}
+	}
 	writeGroupSummary(out, res.Groups)
 	writeJoinSummary(out, res)
 	writeOwnCost(out, res.Own)
