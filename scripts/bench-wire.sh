@@ -18,7 +18,10 @@
 #   decode; tcx-tap: the tap through an eBPF program at the interface's tcx
 #   hook copying each packet into a BPF ring buffer, read and thrown away;
 #   tcx-count: that program counting the port's packets, copying none (the
-#   least any in-kernel design costs). Prints per side and round the TPS, the server's CPU per
+#   least any in-kernel design costs); tcx-head, tcx-head-N: the program
+#   writing a fixed-size record per packet (TCP/IP header fields, payload
+#   length, timestamp, the payload's first N bytes, 64 for tcx-head, and
+#   last TAIL, default 16), no wake-up per record, read in place. Prints per side and round the TPS, the server's CPU per
 #   statement (mysqld's user + system ticks) and sysbench's, then each
 #   side's medians. On loopback the tap runs in the sender's context: its
 #   cost shows in the server's (answers) and sysbench's (requests) CPU, which
@@ -44,7 +47,7 @@ MODE=${MODE:-cpu}; ROUNDS=${ROUNDS:-5}; RATE=${RATE:-20000}; THREADS=${THREADS:-
 SETTLE=${SETTLE:-3}; WINDOW=${WINDOW:-10}; SNAP=${SNAP:-128}; BLOCK_KB=${BLOCK_KB:-0}
 sides_default="none;tap;tap-snap;decode"
 [ "$MODE" = perf ] && sides_default="tap;tap-snap;decode"
-SIDES=${SIDES:-$sides_default}; PROFILE=${PROFILE:-}; TAP_RATE=${TAP_RATE:-0}
+SIDES=${SIDES:-$sides_default}; PROFILE=${PROFILE:-}; TAP_RATE=${TAP_RATE:-0}; TAIL=${TAIL:-16}
 WORKLOAD=${WORKLOAD:-oltp_point_select}; PS_MODE=${PS_MODE:-auto}
 [ "$MODE" = perf ] && [ "$TAP_RATE" = 0 ] && TAP_RATE=$RATE
 WORK=$(mktemp -d /tmp/gapscope-bench-wire.XXXXXX)
@@ -106,6 +109,8 @@ tap_rounds() {
         none) ;;
         tcx-count) "${WB[@]}" -mode tcx-count -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         tcx-tap) "${WB[@]}" -mode tcx-tap -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
+        tcx-head) "${WB[@]}" -mode tcx-head -head 64 -tail "$TAIL" -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
+        tcx-head-*) "${WB[@]}" -mode tcx-head -head "${side#tcx-head-}" -tail "$TAIL" -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         tap) "${WB[@]}" -mode tap -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         tap-snap) "${WB[@]}" -mode tap -answer-snap "$SNAP" -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;
         decode) "${WB[@]}" -mode decode -duration $((WINDOW + 4))s >"$WORK/wb.json" & wb=$! ;;

@@ -10,7 +10,10 @@
 // tracker, MySQL decoding, digests, one event.Statement per statement);
 // -mode tap only reads the ring (capture.Tap), to tell the kernel tap's
 // cost from gapscope's own work; -mode tcx-tap and tcx-count are the same
-// floor through an eBPF program instead of the ring (tcx.go).
+// floor through an eBPF program instead of the ring (tcx.go); -mode
+// tcx-head hands over a fixed-size record per packet instead: its TCP/IP
+// header's fields, the first -head and last -tail bytes of its payload
+// (tcxhead.go).
 package main
 
 import (
@@ -51,14 +54,18 @@ func run() error {
 	iface := flag.String("iface", "lo", "interface to capture")
 	port := flag.Uint("port", 3306, "server port")
 	dur := flag.Duration("duration", 10*time.Second, "how long to capture")
-	mode := flag.String("mode", "decode", "decode (the wire-only path), tap (read the ring, decode nothing), tcx-tap (the same through an eBPF program and a BPF ring buffer) or tcx-count (the eBPF program counts the port's packets, copies none)")
+	mode := flag.String("mode", "decode", "decode (the wire-only path), tap (read the ring, decode nothing), tcx-tap (the same through an eBPF program and a BPF ring buffer), tcx-count (the eBPF program counts the port's packets, copies none) or tcx-head (a fixed-size record per packet: headers, the payload's first -head and last -tail bytes)")
+	head := flag.Int("head", 64, "tcx-head: the payload's first bytes kept per packet")
+	tail := flag.Int("tail", 16, "tcx-head: the payload's last bytes kept per packet (after the head)")
+	wakeKB := flag.Int("wake-kb", 1024, "tcx-head: wake the reader when this many KiB of records wait (0: never, the reader polls every -poll)")
+	poll := flag.Duration("poll", 100*time.Millisecond, "tcx-head: the reader's timer")
 	snap := flag.Int("answer-snap", 0, "tap mode: cut server answers to this many bytes in the kernel filter (0: whole)")
 	blockKB := flag.Int("block-kb", 0, "ring block size in KiB (0: capture's default)")
 	ringMB := flag.Int("ring-mb", 0, "ring size in MiB (0: capture's default)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the capture here")
 	flag.Parse()
-	if *port == 0 || *port > 65535 || (*mode != "decode" && *mode != "tap" && *mode != "tcx-tap" && *mode != "tcx-count") || *dur <= 0 {
-		fmt.Fprintln(os.Stderr, "wirebench: need -port 1..65535, -mode decode|tap|tcx-tap|tcx-count and a positive -duration")
+	if *port == 0 || *port > 65535 || (*mode != "decode" && *mode != "tap" && *mode != "tcx-tap" && *mode != "tcx-count" && *mode != "tcx-head") || *dur <= 0 || *poll <= 0 {
+		fmt.Fprintln(os.Stderr, "wirebench: need -port 1..65535, -mode decode|tap|tcx-tap|tcx-count|tcx-head, a positive -duration and -poll")
 		os.Exit(2)
 	}
 	opts := capture.LiveOptions{Options: capture.Options{Ports: []uint16{uint16(*port)}}, RingMB: *ringMB, BlockKB: *blockKB}
@@ -85,6 +92,8 @@ func run() error {
 		r, err = runTap(ctx, *iface, opts, *snap, *dur, start)
 	case "tcx-tap", "tcx-count":
 		r, err = runTCX(ctx, *iface, uint16(*port), *mode == "tcx-count", *ringMB, *dur, start)
+	case "tcx-head":
+		r, err = runTCXHead(ctx, *iface, uint16(*port), *head, *tail, *wakeKB, *ringMB, *poll, *dur, start)
 	default:
 		r, err = runDecode(ctx, *iface, opts, *dur, start)
 	}

@@ -65,7 +65,16 @@ type tcxSource struct {
 // openTCX loads the program for ports, attaches it to iface's egress (and
 // ingress, but on loopback, where every packet leaves and comes back) and
 // maps a ring buffer of ringMB MiB (a power of two).
-func openTCX(iface string, ports []uint16, countOnly bool, ringMB int) (_ *tcxSource, err error) {
+func openTCX(iface string, ports []uint16, countOnly bool, ringMB int) (*tcxSource, error) {
+	return attachTCX(iface, ringMB, func(l2 int32, ringFD, dropsFD int) ebpfasm.Instructions {
+		return tcxProgram(l2, ports, countOnly, ringFD, dropsFD)
+	})
+}
+
+// attachTCX loads the program build makes for the interface's link header
+// length, the ring buffer and the counter, and attaches and maps them as
+// openTCX says.
+func attachTCX(iface string, ringMB int, build func(l2 int32, ringFD, dropsFD int) ebpfasm.Instructions) (_ *tcxSource, err error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", iface, err)
@@ -94,7 +103,7 @@ func openTCX(iface string, ports []uint16, countOnly bool, ringMB int) (_ *tcxSo
 	s.prog, err = ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:         ebpf.SchedCLS,
 		License:      "GPL", // the ring buffer helpers are GPL-only
-		Instructions: tcxProgram(l2, ports, countOnly, s.ring.FD(), s.drops.FD()),
+		Instructions: build(l2, s.ring.FD(), s.drops.FD()),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loading the capture program: %w", err)
@@ -149,11 +158,22 @@ func (s *tcxSource) producerPos() *uint64 { return (*uint64)(unsafe.Pointer(&s.p
 
 // read hands every committed record to fn in order, in place (fn must not
 // keep the bytes), and gives their space back; it returns how many it read.
-// It stops at a record still being written.
 func (s *tcxSource) read(fn func(tsUS int64, wireLen int, frame []byte)) int {
+	off := s.offset
+	return s.each(tcxRecordHeader, func(rec []byte) {
+		ns := *(*int64)(unsafe.Pointer(&rec[0]))
+		wire := *(*uint32)(unsafe.Pointer(&rec[8]))
+		capLen := min(uint64(*(*uint32)(unsafe.Pointer(&rec[12]))), uint64(len(rec)-tcxRecordHeader))
+		fn((ns+off)/1000, int(wire), rec[tcxRecordHeader:tcxRecordHeader+capLen])
+	})
+}
+
+// each hands every committed record of at least minSize bytes to fn in
+// order, in place, and gives its space back; it returns how many it handed
+// over. It stops at a record still being written.
+func (s *tcxSource) each(minSize uint64, fn func(rec []byte)) int {
 	cons := atomic.LoadUint64(s.consumerPos())
 	prod := atomic.LoadUint64(s.producerPos())
-	off := s.offset
 	n := 0
 	for cons < prod {
 		hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&s.data[cons&s.mask])))
@@ -161,12 +181,8 @@ func (s *tcxSource) read(fn func(tsUS int64, wireLen int, frame []byte)) int {
 			break
 		}
 		size := uint64(hdr &^ (ringbufBusy | ringbufDiscard))
-		if hdr&ringbufDiscard == 0 && size >= tcxRecordHeader {
-			rec := s.data[cons&s.mask+ringbufHdrLen:][:size]
-			ns := *(*int64)(unsafe.Pointer(&rec[0]))
-			wire := *(*uint32)(unsafe.Pointer(&rec[8]))
-			capLen := min(uint64(*(*uint32)(unsafe.Pointer(&rec[12]))), size-tcxRecordHeader)
-			fn((ns+off)/1000, int(wire), rec[tcxRecordHeader:tcxRecordHeader+capLen])
+		if hdr&ringbufDiscard == 0 && size >= minSize {
+			fn(s.data[cons&s.mask+ringbufHdrLen:][:size])
 			n++
 		}
 		cons += (size + ringbufHdrLen + 7) &^ 7
@@ -229,70 +245,7 @@ func (s *tcxSource) close() {
 // Registers: r6 the packet (__sk_buff), r7 the TCP header's offset then the
 // packet's length, r9 the record.
 func tcxProgram(l2 int32, ports []uint16, countOnly bool, ringFD, dropsFD int) ebpfasm.Instructions {
-	const (
-		skbLen      = 0  // __sk_buff.len
-		skbProtocol = 16 // __sk_buff.protocol (network order)
-		scratch     = -64
-	)
-	be16 := func(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
-	// load, labelled, copies n bytes of the packet from offset off (a
-	// register, or offImm when off is R0) to the stack at stackOff, and
-	// lets the packet pass when it is shorter.
-	load := func(label string, off ebpfasm.Register, offImm int32, stackOff int16, n int32) ebpfasm.Instructions {
-		ins := ebpfasm.Instructions{ebpfasm.Mov.Reg(ebpfasm.R1, ebpfasm.R6).WithSymbol(label)}
-		if off == ebpfasm.R0 {
-			ins = append(ins, ebpfasm.Mov.Imm(ebpfasm.R2, offImm))
-		} else {
-			ins = append(ins, ebpfasm.Mov.Reg(ebpfasm.R2, off))
-		}
-		return append(ins,
-			ebpfasm.Mov.Reg(ebpfasm.R3, ebpfasm.RFP),
-			ebpfasm.Add.Imm(ebpfasm.R3, int32(stackOff)),
-			ebpfasm.Mov.Imm(ebpfasm.R4, n),
-			ebpfasm.FnSkbLoadBytes.Call(),
-			ebpfasm.JNE.Imm(ebpfasm.R0, 0, "next"),
-		)
-	}
-	p := ebpfasm.Instructions{
-		ebpfasm.Mov.Reg(ebpfasm.R6, ebpfasm.R1),
-		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.R6, skbProtocol, ebpfasm.Word),
-		ebpfasm.JEq.Imm(ebpfasm.R2, be16(unix.ETH_P_IP), "v4"),
-		ebpfasm.JEq.Imm(ebpfasm.R2, be16(unix.ETH_P_IPV6), "v6"),
-		ebpfasm.Ja.Label("next"),
-	}
-	// IPv4: protocol TCP, no later fragment, the TCP header after IHL words.
-	p = append(p, load("v4", ebpfasm.R0, l2, scratch, 20)...)
-	p = append(p,
-		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, scratch+9, ebpfasm.Byte),
-		ebpfasm.JNE.Imm(ebpfasm.R2, unix.IPPROTO_TCP, "next"),
-		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, scratch+6, ebpfasm.Half),
-		ebpfasm.And.Imm(ebpfasm.R2, be16(0x1fff)),
-		ebpfasm.JNE.Imm(ebpfasm.R2, 0, "next"),
-		ebpfasm.LoadMem(ebpfasm.R7, ebpfasm.RFP, scratch, ebpfasm.Byte),
-		ebpfasm.And.Imm(ebpfasm.R7, 0x0f),
-		ebpfasm.LSh.Imm(ebpfasm.R7, 2),
-		ebpfasm.Add.Imm(ebpfasm.R7, l2),
-		ebpfasm.Ja.Label("tcp"),
-	)
-	// IPv6: next header TCP right after the fixed header.
-	p = append(p, load("v6", ebpfasm.R0, l2, scratch, 40)...)
-	p = append(p,
-		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, scratch+6, ebpfasm.Byte),
-		ebpfasm.JNE.Imm(ebpfasm.R2, unix.IPPROTO_TCP, "next"),
-		ebpfasm.Mov.Imm(ebpfasm.R7, l2+40),
-	)
-	// TCP: either port one of ours.
-	p = append(p, load("tcp", ebpfasm.R7, 0, -8, 4)...)
-	p = append(p,
-		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, -8, ebpfasm.Half),
-		ebpfasm.LoadMem(ebpfasm.R3, ebpfasm.RFP, -6, ebpfasm.Half),
-	)
-	for _, port := range ports {
-		p = append(p,
-			ebpfasm.JEq.Imm(ebpfasm.R2, be16(port), "keep"),
-			ebpfasm.JEq.Imm(ebpfasm.R3, be16(port), "keep"),
-		)
-	}
+	p := tcxMatch(l2, ports)
 	if countOnly {
 		p = append(p, ebpfasm.Ja.Label("next"), ebpfasm.Ja.Label("drop").WithSymbol("keep"))
 		return append(p, countAndExit(dropsFD)...)
@@ -355,6 +308,83 @@ func tcxProgram(l2 int32, ports []uint16, countOnly bool, ringFD, dropsFD int) e
 	return append(p, countAndExit(dropsFD)...)
 }
 
+// The program's stack and the __sk_buff fields it reads.
+const (
+	skbLen      = 0  // __sk_buff.len
+	skbProtocol = 16 // __sk_buff.protocol (network order)
+	scratch     = -64
+)
+
+func be16(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
+
+// tcxMatch is the programs' common head: it falls through when the packet
+// is not one to keep and jumps to "keep" when it is, with r6 the packet,
+// r7 the TCP header's offset, r8 the IP version (4 or 6) and the IP header
+// on the stack at scratch (20 bytes, or 40 for IPv6).
+func tcxMatch(l2 int32, ports []uint16) ebpfasm.Instructions {
+	// load, labelled, copies n bytes of the packet from offset off (a
+	// register, or offImm when off is R0) to the stack at stackOff, and
+	// lets the packet pass when it is shorter.
+	load := func(label string, off ebpfasm.Register, offImm int32, stackOff int16, n int32) ebpfasm.Instructions {
+		ins := ebpfasm.Instructions{ebpfasm.Mov.Reg(ebpfasm.R1, ebpfasm.R6).WithSymbol(label)}
+		if off == ebpfasm.R0 {
+			ins = append(ins, ebpfasm.Mov.Imm(ebpfasm.R2, offImm))
+		} else {
+			ins = append(ins, ebpfasm.Mov.Reg(ebpfasm.R2, off))
+		}
+		return append(ins,
+			ebpfasm.Mov.Reg(ebpfasm.R3, ebpfasm.RFP),
+			ebpfasm.Add.Imm(ebpfasm.R3, int32(stackOff)),
+			ebpfasm.Mov.Imm(ebpfasm.R4, n),
+			ebpfasm.FnSkbLoadBytes.Call(),
+			ebpfasm.JNE.Imm(ebpfasm.R0, 0, "next"),
+		)
+	}
+	p := ebpfasm.Instructions{
+		ebpfasm.Mov.Reg(ebpfasm.R6, ebpfasm.R1),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.R6, skbProtocol, ebpfasm.Word),
+		ebpfasm.JEq.Imm(ebpfasm.R2, be16(unix.ETH_P_IP), "v4"),
+		ebpfasm.JEq.Imm(ebpfasm.R2, be16(unix.ETH_P_IPV6), "v6"),
+		ebpfasm.Ja.Label("next"),
+	}
+	// IPv4: protocol TCP, no later fragment, the TCP header after IHL words.
+	p = append(p, load("v4", ebpfasm.R0, l2, scratch, 20)...)
+	p = append(p,
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, scratch+9, ebpfasm.Byte),
+		ebpfasm.JNE.Imm(ebpfasm.R2, unix.IPPROTO_TCP, "next"),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, scratch+6, ebpfasm.Half),
+		ebpfasm.And.Imm(ebpfasm.R2, be16(0x1fff)),
+		ebpfasm.JNE.Imm(ebpfasm.R2, 0, "next"),
+		ebpfasm.Mov.Imm(ebpfasm.R8, 4),
+		ebpfasm.LoadMem(ebpfasm.R7, ebpfasm.RFP, scratch, ebpfasm.Byte),
+		ebpfasm.And.Imm(ebpfasm.R7, 0x0f),
+		ebpfasm.LSh.Imm(ebpfasm.R7, 2),
+		ebpfasm.Add.Imm(ebpfasm.R7, l2),
+		ebpfasm.Ja.Label("tcp"),
+	)
+	// IPv6: next header TCP right after the fixed header.
+	p = append(p, load("v6", ebpfasm.R0, l2, scratch, 40)...)
+	p = append(p,
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, scratch+6, ebpfasm.Byte),
+		ebpfasm.JNE.Imm(ebpfasm.R2, unix.IPPROTO_TCP, "next"),
+		ebpfasm.Mov.Imm(ebpfasm.R8, 6),
+		ebpfasm.Mov.Imm(ebpfasm.R7, l2+40),
+	)
+	// TCP: either port one of ours.
+	p = append(p, load("tcp", ebpfasm.R7, 0, -8, 4)...)
+	p = append(p,
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, -8, ebpfasm.Half),
+		ebpfasm.LoadMem(ebpfasm.R3, ebpfasm.RFP, -6, ebpfasm.Half),
+	)
+	for _, port := range ports {
+		p = append(p,
+			ebpfasm.JEq.Imm(ebpfasm.R2, be16(port), "keep"),
+			ebpfasm.JEq.Imm(ebpfasm.R3, be16(port), "keep"),
+		)
+	}
+	return p
+}
+
 // countAndExit is the program's tail: "drop" adds one to the per-CPU
 // counter, "next" passes the packet on.
 func countAndExit(countsFD int) ebpfasm.Instructions {
@@ -385,19 +415,25 @@ func runTCX(ctx context.Context, iface string, port uint16, countOnly bool, ring
 		return result{}, err
 	}
 	defer src.close()
-	ctx, cancel := context.WithTimeout(ctx, dur)
-	defer cancel()
-	start()
 	var frames int64
 	count := func(int64, int, []byte) { frames++ }
-	for ctx.Err() == nil {
-		if src.read(count) == 0 {
-			src.wait(100 * time.Millisecond)
-		}
-	}
+	src.drain(ctx, dur, 100*time.Millisecond, start, func() int { return src.read(count) })
 	r := result{Mode: mode, Packets: frames, KernelDrops: src.dropped()}
 	if countOnly {
 		r.Packets, r.KernelDrops = r.KernelDrops, 0
 	}
 	return r, nil
+}
+
+// drain calls start, then read until dur has passed, waiting up to poll
+// (or the program's wake-up) whenever read found nothing.
+func (s *tcxSource) drain(ctx context.Context, dur, poll time.Duration, start func(), read func() int) {
+	ctx, cancel := context.WithTimeout(ctx, dur)
+	defer cancel()
+	start()
+	for ctx.Err() == nil {
+		if read() == 0 {
+			s.wait(poll)
+		}
+	}
 }
