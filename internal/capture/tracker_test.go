@@ -427,35 +427,51 @@ func TestTrackerWindowFull(t *testing.T) {
 	}
 }
 
+// tlsRecord is a TLS record of type typ around payload.
+func tlsRecord(typ byte, payload string) []byte {
+	return append([]byte{typ, 3, 3, byte(len(payload) >> 8), byte(len(payload))}, payload...)
+}
+
 func TestTrackerTLSFlights(t *testing.T) {
-	h := newHarness(Options{})
-	h.tlsOn = "SSLREQ"
-	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
-	h.feed(c.handshake(-1, -1)...)
-	h.feed(c.fromServer([]byte("greeting")), c.fromClient([]byte("SSLREQ")))
-	// TLS handshake flights (record type 0x16) are not statements.
-	h.feed(c.fromClient([]byte("\x16\x03\x01hello")), c.fromServer([]byte("\x16\x03\x03server hello")))
-	q1 := c.fromClient([]byte("\x17\x03\x03query1"))
-	r1a, r1b := c.fromServer([]byte("\x17\x03\x03resp")), c.fromServer([]byte("more"))
-	q2 := c.fromClient([]byte("\x17\x03\x03query2"))
-	r2 := c.fromServer([]byte("\x17\x03\x03resp2"))
-	h.feed(q1, r1a, r1b, q2, r2)
-	h.t.Close(c.step(10))
-	if len(h.stmts) != 2 {
-		t.Fatalf("%d statements, want 2: %+v", len(h.stmts), h.stmts)
-	}
-	s := h.stmts[0]
-	if s.Cmd != "TLS" || s.SQL != "" || s.TReqFirst != q1.tsUS || s.TRespFirst != r1a.tsUS || s.TRespLast != r1b.tsUS || s.ClientUS != r1b.tsUS-q1.tsUS {
-		t.Errorf("first flight: %+v", s)
-	}
-	if !strings.Contains(strings.Join(s.Notes, ","), "tls: no sql text") {
-		t.Errorf("notes %v", s.Notes)
-	}
-	if h.stmts[1].TRespLast != r2.tsUS || h.t.Stats().TLSFlows != 1 {
-		t.Errorf("second flight %+v", h.stmts[1])
-	}
-	if got := h.dec(t).fed[toServer].String(); got != "SSLREQ" {
-		t.Errorf("encrypted bytes reached the decoder: %q", got)
+	for _, loginApart := range []bool{true, false} {
+		h := newHarness(Options{})
+		h.tlsOn = "SSLREQ"
+		c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+		h.feed(c.handshake(-1, -1)...)
+		h.feed(c.fromServer([]byte("greeting")), c.fromClient([]byte("SSLREQ")))
+		// TLS handshake flights (record type 0x16) are not statements, nor is
+		// the login that follows (the handshake response and its OK): in a
+		// flight of its own (pymysql) or in the one that ends the handshake
+		// (the mariadb CLI: Finished and the login together).
+		h.feed(c.fromClient(tlsRecord(0x16, "hello")), c.fromServer(tlsRecord(0x16, "server hello")))
+		if loginApart {
+			h.feed(c.fromClient(tlsRecord(0x16, "finished")), c.fromServer(tlsRecord(0x16, "ticket")))
+			h.feed(c.fromClient(tlsRecord(0x17, "login")), c.fromServer(tlsRecord(0x17, "ok")))
+		} else {
+			h.feed(c.fromClient(append(tlsRecord(0x16, "finished"), tlsRecord(0x17, "login")...)), c.fromServer(tlsRecord(0x17, "ok")))
+		}
+		q1 := c.fromClient(tlsRecord(0x17, "query1"))
+		r1a, r1b := c.fromServer(tlsRecord(0x17, "resp")), c.fromServer([]byte("more"))
+		q2 := c.fromClient(tlsRecord(0x17, "query2"))
+		r2 := c.fromServer(tlsRecord(0x17, "resp2"))
+		h.feed(q1, r1a, r1b, q2, r2)
+		h.t.Close(c.step(10))
+		if len(h.stmts) != 2 {
+			t.Fatalf("login apart %v: %d statements, want 2: %+v", loginApart, len(h.stmts), h.stmts)
+		}
+		s := h.stmts[0]
+		if s.Cmd != "TLS" || s.SQL != "" || s.TReqFirst != q1.tsUS || s.TRespFirst != r1a.tsUS || s.TRespLast != r1b.tsUS || s.ClientUS != r1b.tsUS-q1.tsUS {
+			t.Errorf("first flight: %+v", s)
+		}
+		if !strings.Contains(strings.Join(s.Notes, ","), "tls: no sql text") {
+			t.Errorf("notes %v", s.Notes)
+		}
+		if h.stmts[1].TRespLast != r2.tsUS || h.t.Stats().TLSFlows != 1 {
+			t.Errorf("second flight %+v", h.stmts[1])
+		}
+		if got := h.dec(t).fed[toServer].String(); got != "SSLREQ" {
+			t.Errorf("encrypted bytes reached the decoder: %q", got)
+		}
 	}
 }
 

@@ -155,7 +155,7 @@ func TestJoinMultiStatementWaitsForItsRows(t *testing.T) {
 	if s.Joined {
 		t.Fatalf("joined on its first row alone, read while the query ran: exec %d delivery %d", s.ExecUS, s.DeliveryUS)
 	}
-	j.AddServer([]collect.ServerStatement{row(1, "statement/sql/select", "SELECT SLEEP(0.1)", 160, 100_200)}, 200_000)
+	j.AddServer([]collect.ServerStatement{row(1, "statement/sql/select", "SELECT SLEEP(0.1)", 160, 100_200)}, 300_000)
 	if !s.Joined || s.ExecUS != 100_100 || s.DeliveryUS != 100 || len(s.Statements) != 2 {
 		t.Fatalf("joined %v exec %d delivery %d statements %+v", s.Joined, s.ExecUS, s.DeliveryUS, s.Statements)
 	}
