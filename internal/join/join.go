@@ -175,6 +175,8 @@ type Joiner struct {
 	// threads maps THREAD_ID -> connection id learned for rows read after
 	// their connection ended (performance_schema forgets the mapping then).
 	threads map[uint64]uint64
+	// ids follows THREAD_ID − PROCESSLIST_ID, a hint for ended threads.
+	ids idOffset
 	// anon holds rows of ended threads not attributed yet: on a busy
 	// capture their wire statement can arrive after the poll that read them.
 	anon    []anonRow
@@ -357,6 +359,7 @@ func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
 		}
 		base, shift := j.clockOf(r)
 		id := r.ConnID
+		j.ids.observe(r.ThreadID, id)
 		if id == 0 {
 			// Rare: a thread that ended before its rows were read.
 			if id = j.threads[r.ThreadID]; id == 0 {

@@ -98,6 +98,41 @@ func graceOver(group []anonRow, nowUS int64) bool {
 	return nowUS-newest >= anonGraceUS
 }
 
+// idOffset follows THREAD_ID − PROCESSLIST_ID over the rows whose thread
+// still named its connection. Both ids count up as connections open, so
+// on a server that starts no background threads meanwhile the difference
+// stays the same from one connection to the next (MariaDB and MySQL give
+// every new connection the next of each). It is a hint, never proof: it
+// only picks among connections whose wire statements fit an ended
+// thread's rows, when several do.
+type idOffset struct {
+	off    int64
+	agree  int    // consecutive threads that had it
+	thread uint64 // the last thread counted
+}
+
+// idOffsetAgree is how many threads in a row must share the offset before
+// it is trusted.
+const idOffsetAgree = 3
+
+func (o *idOffset) observe(thread, conn uint64) {
+	if thread == o.thread || conn == 0 {
+		return
+	}
+	o.thread = thread
+	if d := int64(thread) - int64(conn); d == o.off {
+		o.agree++
+	} else {
+		o.off, o.agree = d, 1
+	}
+}
+
+// guess is the connection the offset gives thread (false: not trusted).
+func (o *idOffset) guess(thread uint64) (uint64, bool) {
+	c := int64(thread) - o.off
+	return uint64(c), o.agree >= idOffsetAgree && c > 0
+}
+
 func (j *Joiner) learnThread(thread, id uint64) {
 	if len(j.threads) >= maxThreadMap {
 		clear(j.threads)
@@ -162,6 +197,12 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		}
 		if hits > 0 && miss <= allow && (n < 10 || off <= 3*n/20) {
 			fits = append(fits, tally{id, off})
+		}
+	}
+	if len(fits) > 1 {
+		// Several connections fit: the id offset may single one out.
+		if id, ok := j.ids.guess(rows[0].r.ThreadID); ok && slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) {
+			return id
 		}
 	}
 	switch {

@@ -245,3 +245,53 @@ func TestJoinTargetedRowLeavesEarlierStatementsWaiting(t *testing.T) {
 		}
 	}
 }
+
+// Short connections three at a time: each thread has ended by the time
+// its rows are read, and its three point selects fit any of the three
+// connections open then. The THREAD_ID − PROCESSLIST_ID offset the
+// earlier threads showed picks the one whose statements fit; without a
+// trusted offset, nothing is guessed.
+func TestJoinEndedThreadsByIDOffset(t *testing.T) {
+	for _, trusted := range []bool{true, false} {
+		rec := newRecorder(t)
+		j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+		if trusted {
+			var seen []collect.ServerStatement
+			for id := uint64(1); id <= idOffsetAgree; id++ {
+				r := row(id, "statement/sql/select", "SELECT 0", int64(id)*1000, int64(id)*1000+50)
+				r.ThreadID = id + 100
+				seen = append(seen, r)
+			}
+			j.AddServer(seen, 0)
+		}
+		// Connections 10, 11 and 12 run interleaved, same statement shape.
+		var wires []*event.Statement
+		var rows []collect.ServerStatement
+		for k := range int64(3) {
+			for c := int64(10); c <= 12; c++ {
+				start := 100_000 + k*300 + (c-10)*100
+				w := answered(uint64(c), "SELECT ?", start, start+80, start+80)
+				wires = append(wires, w)
+				j.AddWire(w, 0)
+				r := row(0, "statement/sql/select", "SELECT 1", start+10, start+70)
+				r.ThreadID = uint64(c) + 100 // the offset the earlier threads showed
+				rows = append(rows, r)
+			}
+		}
+		j.AddServer(rows, readAfter)
+		j.Flush(readAfter + anonGraceUS)
+		j.FlushAll()
+		joined := 0
+		for _, w := range wires {
+			if w.Joined {
+				joined++
+			}
+		}
+		if trusted && joined != len(wires) {
+			t.Errorf("with a trusted offset %d of %d joined: %+v", joined, len(wires), j.Stats())
+		}
+		if !trusted && joined != 0 {
+			t.Errorf("without an offset %d were guessed", joined)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -310,6 +311,78 @@ func TestSocketClientsReported(t *testing.T) {
 	for _, d := range res.Profile.Digests {
 		if strings.Contains(strings.ToUpper(d.DigestText), "SLEEP") {
 			t.Errorf("a socket statement in the wire's client-latency profile: %+v", d)
+		}
+	}
+}
+
+// Connection-per-request clients (PHP's way): 300 connections, each
+// connect, three point selects, close, three at a time. Nearly every
+// statement joins, including those of threads that ended before a read
+// named their connection, and every unjoined statement's reason is the
+// one the coverage counts.
+func TestConnectionChurnJoined(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"CREATE DATABASE f", "CREATE TABLE f.kv (id INT PRIMARY KEY, v INT)", "INSERT INTO f.kv VALUES (1,1),(2,2),(3,3)"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const conns, each = 300, 3
+	got, res := collectStatements(t, ctx, inst, func() error {
+		var wg sync.WaitGroup
+		errs := make(chan error, 3)
+		for w := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range conns / 3 {
+					c, err := sql.Open("mysql", inst.DSN(""))
+					if err != nil {
+						errs <- err
+						return
+					}
+					for k := range each {
+						var v int
+						if err := c.QueryRowContext(ctx, fmt.Sprintf("SELECT v FROM f.kv WHERE id = %d", 1+(w+k)%3)).Scan(&v); err != nil {
+							c.Close()
+							errs <- err
+							return
+						}
+					}
+					c.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}, "f.kv")
+	joined := 0
+	byReason := map[string]int64{}
+	for _, s := range got {
+		if s.Joined {
+			joined++
+			continue
+		}
+		byReason[s.Why.String()]++
+	}
+	t.Logf("%d of %d statements joined; unjoined by reason %v; coverage %v, server background %d; join %+v", joined, len(got), byReason, res.Coverage.Unjoined, res.Coverage.ServerBackground, res.Join)
+	if len(got) != conns*each {
+		t.Fatalf("%d point selects reported, want %d", len(got), conns*each)
+	}
+	if joined*1000 < len(got)*995 {
+		t.Errorf("joined %d of %d (%.1f%%), want at least 99.5%%", joined, len(got), 100*float64(joined)/float64(len(got)))
+	}
+	for r, n := range byReason {
+		if res.Coverage.Unjoined[r] < n {
+			t.Errorf("reason %s: %d events, the coverage counts %d", r, n, res.Coverage.Unjoined[r])
 		}
 	}
 }
