@@ -15,9 +15,8 @@ const tlsApplicationData = 0x17
 type tlsFlights struct {
 	state uint8 // 0 idle, 1 request in flight, 2 response in flight
 	app   bool  // the request flight starts with application data
-	// sawApp: the request flight carried application data (a record of
-	// type 0x17 anywhere in it, found by walking the records).
-	sawApp bool
+	// sawLogin: the request flight carried the login's record.
+	sawLogin bool
 	// conn is what outlives a flight.
 	conn                tlsConn
 	reqFirst, reqLast   int64
@@ -26,42 +25,99 @@ type tlsFlights struct {
 }
 
 // tlsConn is the connection's TLS state that outlives a flight: whether
-// the login is over, and where the client's byte stream is among its
-// records.
+// the login is over, and the record walks of both directions.
 type tlsConn struct {
-	// loggedIn: the flight that carried the client's first application
-	// data is over. That data is the handshake response (user,
-	// authentication), answered by the server's OK: a login, which the
-	// server never records as a statement. The mariadb CLI sends it in the
-	// flight of its TLS Finished, pymysql in a flight of its own.
+	// loggedIn: the flight that carried the client's login is over: the
+	// MySQL handshake response (user, authentication), its first record
+	// of application data after its TLS Finished, answered by the
+	// server's OK. A login is no statement: the server records none. The
+	// mariadb CLI sends it in a flight of its own, other clients with
+	// their Finished.
 	loggedIn bool
-	// The record walk over the client's bytes: the header read so far,
-	// the bytes left of the current record; lost after a gap.
+	client   recordWalk
+	server   recordWalk
+	// ccs: the client sent its ChangeCipherSpec (TLS 1.2: its next record
+	// is Finished); tls13: the server sent encrypted records during the
+	// handshake (TLS 1.3); finished: the client's handshake went by.
+	ccs, tls13, finished bool
+}
+
+// recordWalk follows one direction's TLS record boundaries across
+// segments: the header read so far and the bytes left of the current
+// record; lost after a gap.
+type recordWalk struct {
 	hdr     [5]byte
 	hdrN    int
 	recLeft int
 	lost    bool
 }
 
-// walk reads the client's record headers in data, reporting whether one
-// is application data.
-func (c *tlsConn) walk(data []byte) (app bool) {
-	for len(data) > 0 && !c.lost {
-		if c.recLeft > 0 {
-			n := min(c.recLeft, len(data))
-			c.recLeft -= n
+// next calls on with the type of each record that begins in data.
+func (w *recordWalk) next(data []byte, on func(typ byte)) {
+	for len(data) > 0 && !w.lost {
+		if w.recLeft > 0 {
+			n := min(w.recLeft, len(data))
+			w.recLeft -= n
 			data = data[n:]
 			continue
 		}
-		n := copy(c.hdr[c.hdrN:], data)
-		c.hdrN += n
+		n := copy(w.hdr[w.hdrN:], data)
+		w.hdrN += n
 		data = data[n:]
-		if c.hdrN == len(c.hdr) {
-			app = app || c.hdr[0] == tlsApplicationData
-			c.recLeft, c.hdrN = int(c.hdr[3])<<8|int(c.hdr[4]), 0
+		if w.hdrN < len(w.hdr) {
+			return
 		}
+		w.recLeft, w.hdrN = int(w.hdr[3])<<8|int(w.hdr[4]), 0
+		on(w.hdr[0])
 	}
-	return app
+}
+
+// TLS record content types the walk tells apart.
+const tlsChangeCipherSpec = 0x14
+
+// clientBytes walks the client's records of one segment, reporting
+// whether the login's record began in it. The client's handshake flight
+// (ChangeCipherSpec, then in TLS 1.3 its Certificate, CertificateVerify
+// and Finished, all encrypted as application data) is one write of its
+// TLS library, so one segment; the login is the application's own write
+// after it: in TLS 1.3 the first application data of a later segment, in
+// TLS 1.2 the first application data after the record that follows
+// ChangeCipherSpec (Finished).
+func (c *tlsConn) clientBytes(data []byte) (login bool) {
+	handshake := false // this segment is the client's handshake flight
+	c.client.next(data, func(typ byte) {
+		switch {
+		case c.finished:
+			login = login || typ == tlsApplicationData && !c.loggedIn
+		case c.tls13 && (typ == tlsChangeCipherSpec || typ == tlsApplicationData):
+			handshake = true
+		case typ == tlsChangeCipherSpec:
+			c.ccs = true
+		case c.ccs:
+			c.finished = true // TLS 1.2: this record is the client's Finished
+		case typ == tlsApplicationData:
+			// Application data with no handshake seen (a walk that started
+			// late): taken as the login.
+			c.finished, login = true, !c.loggedIn
+		}
+	})
+	if handshake {
+		c.finished = true
+	}
+	return login
+}
+
+// serverBytes walks the server's records: encrypted ones before the
+// client finished mean TLS 1.3.
+func (c *tlsConn) serverBytes(data []byte) {
+	if c.finished {
+		return
+	}
+	c.server.next(data, func(typ byte) {
+		if typ == tlsApplicationData {
+			c.tls13 = true
+		}
+	})
 }
 
 // startTLS switches the flow from the decoder to flight timing: after the
@@ -79,13 +135,14 @@ func (tf *tlsFlights) bytes(f *flow, dir mysqlproto.Direction, tsUS int64, data 
 		if tf.state == 0 {
 			*tf = tlsFlights{state: 1, app: data[0] == tlsApplicationData, reqFirst: tsUS, conn: tf.conn}
 		}
-		if tf.conn.walk(data) || tf.conn.lost && tf.app {
-			tf.sawApp = true
+		if tf.conn.clientBytes(data) || tf.conn.client.lost && tf.app {
+			tf.sawLogin = true
 		}
 		tf.reqLast = tsUS
 		tf.reqBytes += int64(len(data))
 		return
 	}
+	tf.conn.serverBytes(data)
 	if tf.state == 0 {
 		return // unsolicited (session tickets, alerts): not a response
 	}
@@ -98,7 +155,7 @@ func (tf *tlsFlights) bytes(f *flow, dir mysqlproto.Direction, tsUS int64, data 
 
 // gap: lost bytes; the flight in progress can no longer be classified,
 // nor the records after it walked.
-func (tf *tlsFlights) gap() { tf.app, tf.conn.lost = false, true }
+func (tf *tlsFlights) gap() { tf.app, tf.conn.client.lost, tf.conn.server.lost = false, true, true }
 
 func (tf *tlsFlights) close(f *flow, tsUS int64) {
 	if tf.state != 0 {
@@ -112,8 +169,8 @@ func (tf *tlsFlights) emit(f *flow, tsUS int64) {
 	retrans := f.retrans
 	f.retrans = 0
 	if !tf.conn.loggedIn {
-		tf.conn.loggedIn = tf.sawApp
-		return // the TLS handshake, or the login its first application data carries
+		tf.conn.loggedIn = tf.sawLogin
+		return // the TLS handshake, or the login
 	}
 	if !tf.app {
 		return // a later handshake flight

@@ -433,7 +433,20 @@ func tlsRecord(typ byte, payload string) []byte {
 }
 
 func TestTrackerTLSFlights(t *testing.T) {
-	for _, loginApart := range []bool{true, false} {
+	for _, tc := range []struct {
+		name       string
+		loginApart bool
+		finished   []byte // the client's Finished and what precedes it
+	}{
+		{"TLS 1.2, login apart", true, append(tlsRecord(0x14, "\x01"), tlsRecord(0x16, "finished")...)},
+		{"TLS 1.2, login with Finished", false, append(tlsRecord(0x14, "\x01"), tlsRecord(0x16, "finished")...)},
+		{"TLS 1.3, login apart", true, append(tlsRecord(0x14, "\x01"), tlsRecord(0x17, "finished")...)},
+		{"TLS 1.3, login with Finished", false, append(tlsRecord(0x14, "\x01"), tlsRecord(0x17, "finished")...)},
+		{"TLS 1.3 with a client certificate", true, append(append(tlsRecord(0x14, "\x01"), tlsRecord(0x17, "certificate")...), tlsRecord(0x17, "finished")...)},
+		{"TLS 1.3 without ChangeCipherSpec", true, tlsRecord(0x17, "finished")},
+		{"TLS 1.3 without ChangeCipherSpec, login with Finished", false, tlsRecord(0x17, "finished")},
+	} {
+		loginApart := tc.loginApart
 		h := newHarness(Options{})
 		h.tlsOn = "SSLREQ"
 		c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
@@ -443,12 +456,18 @@ func TestTrackerTLSFlights(t *testing.T) {
 		// the login that follows (the handshake response and its OK): in a
 		// flight of its own (pymysql) or in the one that ends the handshake
 		// (the mariadb CLI: Finished and the login together).
-		h.feed(c.fromClient(tlsRecord(0x16, "hello")), c.fromServer(tlsRecord(0x16, "server hello")))
+		serverHello := tlsRecord(0x16, "server hello")
+		if strings.HasPrefix(tc.name, "TLS 1.3") {
+			serverHello = append(serverHello, tlsRecord(0x17, "encrypted extensions")...)
+		}
+		h.feed(c.fromClient(tlsRecord(0x16, "hello")), c.fromServer(serverHello))
 		if loginApart {
-			h.feed(c.fromClient(tlsRecord(0x16, "finished")), c.fromServer(tlsRecord(0x16, "ticket")))
+			h.feed(c.fromClient(tc.finished), c.fromServer(tlsRecord(0x17, "ticket")))
 			h.feed(c.fromClient(tlsRecord(0x17, "login")), c.fromServer(tlsRecord(0x17, "ok")))
 		} else {
-			h.feed(c.fromClient(append(tlsRecord(0x16, "finished"), tlsRecord(0x17, "login")...)), c.fromServer(tlsRecord(0x17, "ok")))
+			// The same flight, the login in a segment of its own (the
+			// application's write after the TLS library's).
+			h.feed(c.fromClient(tc.finished), c.fromClient(tlsRecord(0x17, "login")), c.fromServer(tlsRecord(0x17, "ok")))
 		}
 		q1 := c.fromClient(tlsRecord(0x17, "query1"))
 		r1a, r1b := c.fromServer(tlsRecord(0x17, "resp")), c.fromServer([]byte("more"))
@@ -457,7 +476,7 @@ func TestTrackerTLSFlights(t *testing.T) {
 		h.feed(q1, r1a, r1b, q2, r2)
 		h.t.Close(c.step(10))
 		if len(h.stmts) != 2 {
-			t.Fatalf("login apart %v: %d statements, want 2: %+v", loginApart, len(h.stmts), h.stmts)
+			t.Fatalf("%s: %d statements, want 2: %+v", tc.name, len(h.stmts), h.stmts)
 		}
 		s := h.stmts[0]
 		if s.Cmd != "TLS" || s.SQL != "" || s.TReqFirst != q1.tsUS || s.TRespFirst != r1a.tsUS || s.TRespLast != r1b.tsUS || s.ClientUS != r1b.tsUS-q1.tsUS {
