@@ -24,6 +24,7 @@ func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, map[uint64
 	}
 	defer rows.Close()
 	conns, sockets := map[uint64]uint64{}, map[uint64]bool{}
+	var tls []uint64 // threads of TLS connections: socket or TCP, the type does not say
 	for rows.Next() {
 		var tid, pid uint64
 		var typ string
@@ -31,14 +32,44 @@ func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, map[uint64
 			return nil, nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 		}
 		conns[tid] = pid
-		if typ == "Socket" {
+		switch typ {
+		case "Socket":
 			sockets[tid] = true
+		case "SSL/TLS":
+			tls = append(tls, tid)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 	}
+	if len(tls) > 0 {
+		tlsOverSocket(ctx, db, conns, tls, sockets) // a failure: they stay TCP's, joined from the wire if they are
+	}
 	return conns, sockets, nil
+}
+
+// tlsOverSocket adds to sockets the TLS threads whose client came through
+// the unix socket: the processlist's HOST has no port for those (clients
+// such as the mariadb CLI use TLS over the socket when the server offers it).
+func tlsOverSocket(ctx context.Context, db queryer, conns map[uint64]uint64, threads []uint64, sockets map[uint64]bool) {
+	ids := make([]string, 0, len(threads))
+	byConn := make(map[uint64]uint64, len(threads))
+	for _, t := range threads {
+		ids = append(ids, fmt.Sprint(conns[t]))
+		byConn[conns[t]] = t
+	}
+	rows, err := db.QueryContext(ctx, Mark+" SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID IN ("+strings.Join(ids, ",")+")")
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uint64
+		var host string
+		if rows.Scan(&id, &host) == nil && host != "" && !strings.Contains(host, ":") {
+			sockets[byConn[id]] = true
+		}
+	}
 }
 
 // OwnThreadID returns the performance_schema THREAD_ID of the connection

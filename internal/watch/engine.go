@@ -218,7 +218,7 @@ func (e *engine) connect(ctx context.Context) error {
 // joiner and the socket watches).
 func (e *engine) newPoller(caps collect.Capabilities) *poller {
 	return &poller{db: e.db, addr: e.addr, own: e.own, clock: e.clock, sink: e.sink, sample: e.sample, side: e.side,
-		notes: &e.notes, losses: &e.losses, slow: e.wire.slow, newConns: e.wire.newConns,
+		notes: &e.notes, losses: &e.losses, slow: e.wire.slow, newConns: e.wire.newConns, wireConns: &e.wire.connsSeen,
 		pollEvery: e.opts.PollInterval, minPollEvery: e.opts.MinPollInterval, enableConsumers: e.opts.EnableConsumers,
 		caps: caps, info: caps.Server}
 }

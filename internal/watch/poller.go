@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -47,6 +48,9 @@ type poller struct {
 	// identity, and a connection seen for the first time.
 	slow     <-chan target
 	newConns <-chan struct{}
+	// wireConns counts the connections the wire saw open (the wire
+	// stage's atomic), against the server's Connections counter.
+	wireConns *atomic.Int64
 	// pollEvery and minPollEvery bound the interval between reads of
 	// history_long (Options.PollInterval, MinPollInterval);
 	// enableConsumers lets it turn on the consumers it needs.
@@ -86,6 +90,12 @@ type poller struct {
 	statusAt  time.Time
 	queryRate float64
 	startedAt int64
+	// unseenUntil: until then the server opens connections the wire does
+	// not see (unix sockets, another port), and the threads are read every
+	// unseenLearnEvery to name theirs while they live; connsAt and
+	// wireConnsAt are the counts at the last status read.
+	unseenUntil          time.Time
+	connsAt, wireConnsAt int64
 	// wakes counts the loop's wake-ups (ServerSide.PollerWakes): what it
 	// costs when it has nothing to read must stay bounded by what happens.
 	wakes int64
@@ -163,6 +173,12 @@ func (p *poller) nextWake(now time.Time) (time.Duration, bool) {
 			wait, ok = w, true
 		}
 	}
+	if p.cursor != nil && now.Before(p.unseenUntil) {
+		w := max(p.learn.at.Add(unseenLearnEvery).Sub(now), 0)
+		if !ok || w < wait {
+			wait, ok = w, true
+		}
+	}
 	if p.learn.pending && p.cursor != nil {
 		w := max(p.learn.at.Add(learnEvery).Sub(now), 0)
 		if !ok || w < wait {
@@ -182,6 +198,35 @@ type threadLearner struct {
 // threads (a storm of short connections costs one read per interval).
 const learnEvery = 20 * time.Millisecond
 
+// While the server opens connections the wire does not see, the threads
+// are read every unseenLearnEvery for unseenFor after the last such
+// connection: a unix-socket client's statement of 100 ms or more is then
+// named by its thread (CONNECTION_TYPE) before the connection ends; a
+// shorter one's rows may come back as an unidentified thread's.
+const (
+	unseenLearnEvery = 50 * time.Millisecond
+	unseenFor        = 10 * time.Second
+)
+
+// noteUnseen compares the server's Connections counter with the
+// connections the wire saw open since the last status read: more on the
+// server (beyond watch's own few) means clients the capture cannot see.
+func (p *poller) noteUnseen(status map[string]string) {
+	conns, err := strconv.ParseInt(status["Connections"], 10, 64)
+	if err != nil || p.wireConns == nil {
+		return
+	}
+	wire := p.wireConns.Load()
+	if p.connsAt > 0 && conns-p.connsAt > wire-p.wireConnsAt+ownConnsSlack {
+		p.unseenUntil = time.Now().Add(unseenFor)
+	}
+	p.connsAt, p.wireConnsAt = conns, wire
+}
+
+// ownConnsSlack: connections watch itself may open between two status
+// reads (its pool's, the plan catcher's), which the wire stage drops.
+const ownConnsSlack = 2
+
 // learnThreads reads the threads of the connections the wire saw open,
 // at most every learnEvery.
 func (p *poller) learnThreads(ctx context.Context) {
@@ -189,7 +234,8 @@ func (p *poller) learnThreads(ctx context.Context) {
 		p.learn.pending = false // nothing reads threads: a pending read would wake the loop for ever
 		return
 	}
-	if !p.learn.pending || time.Since(p.learn.at) < learnEvery {
+	unseen := time.Now().Before(p.unseenUntil) && time.Since(p.learn.at) >= unseenLearnEvery
+	if !unseen && (!p.learn.pending || time.Since(p.learn.at) < learnEvery) {
 		return
 	}
 	p.learn.pending, p.learn.at = false, time.Now()
@@ -207,7 +253,7 @@ func (p *poller) takeTargets() {
 // rateStatus are the status variables watch reads every slowPollEvery:
 // the statement rate and the server's start. The diagnosis reads the whole
 // status once, at the end.
-var rateStatus = []string{"Queries", "Questions", "Uptime"}
+var rateStatus = []string{"Queries", "Questions", "Uptime", "Connections"}
 
 // slowPollEvery is how often thread-pool groups, status and the processlist
 // mapping are read.
@@ -401,6 +447,7 @@ func (p *poller) pollSlow(ctx context.Context) {
 	}
 	p.side.serverM.Unlock()
 	if err == nil {
+		p.noteUnseen(status)
 		p.queryRate = statementRate(p.status, status, time.Since(p.statusAt))
 		p.status, p.statusAt = status, time.Now()
 		if start, ok := startFromUptime(status); ok && p.startedAt == 0 {

@@ -34,6 +34,7 @@ type wireStage struct {
 	newConns chan struct{}         // a connection was seen first, to the poller
 
 	queueDrops atomic.Int64 // statements out had no room for
+	connsSeen  atomic.Int64 // connections seen for the first time (the poller compares the server's count)
 	ownHits    atomic.Int64 // watch's own statements dropped
 	slowDrops  atomic.Int64 // outliers slow had no room for
 }
@@ -89,6 +90,7 @@ func (w *wireStage) noteConn(id uint64) {
 		clear(w.known)
 	}
 	w.known[id] = struct{}{}
+	w.connsSeen.Add(1)
 	select {
 	case w.newConns <- struct{}{}:
 	default: // one pending signal covers every connection
