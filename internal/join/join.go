@@ -344,6 +344,20 @@ func (j *Joiner) AddServer(rows []collect.ServerStatement, nowUS int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.readAt = max(j.readAt, nowUS)
+	j.addServer(rows, nowUS)
+}
+
+// AddThreadRows takes rows of a partial read (a few threads' statements,
+// from some time on), which says nothing of the statements it left out:
+// unlike AddServer's, its time does not tell a multi-statement query that
+// its rows are all in.
+func (j *Joiner) AddThreadRows(rows []collect.ServerStatement, nowUS int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.addServer(rows, nowUS)
+}
+
+func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 	j.batch++
 	touched := j.touched[:0]
 	for _, i := range j.startOrder(rows) {

@@ -154,7 +154,7 @@ func (p *poller) readTargets(ctx context.Context) {
 	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
 	off, tol := js.OffsetUS, 2000+errUS
 	var rows []collect.ServerStatement
-	readAt := nowUS() // the threads' statements that ended before this are in the read
+	readAt := nowUS()
 	if err == nil {
 		rows, err = t.reader.Read(ctx, p.db, threads, clock, earliestStart(due)+off-tol)
 	}
@@ -194,7 +194,7 @@ func (p *poller) readTargets(ctx context.Context) {
 	p.side.server.TargetedRows += int64(len(feed))
 	p.side.serverM.Unlock()
 	if len(feed) > 0 {
-		p.joiner.AddServer(feed, readAt)
+		p.joiner.AddThreadRows(feed, readAt) // a partial read: a few threads, from some time on
 	}
 }
 
