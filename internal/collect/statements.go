@@ -81,7 +81,9 @@ type StatementCursor struct {
 	r     *historyReader[ServerStatement]
 	err   error
 	own   map[uint64]bool // threads that ran a statement of ours
-	conns map[uint64]uint64
+	// newest is the newest thread LearnThreads read and its connection.
+	newest [2]uint64
+	conns  map[uint64]uint64
 	// Lost is the running total of statements lost to ring-buffer wrap.
 	Lost int64
 }

@@ -273,11 +273,21 @@ func (c *StatementCursor) LearnThreads(ctx context.Context, db queryer) error {
 	if c.r.threads == nil {
 		c.r.threads, c.r.sockets = map[uint64]uint64{}, map[uint64]bool{}
 	}
+	c.newest = [2]uint64{}
 	for t, conn := range live {
 		c.r.threads[t] = conn
+		if t > c.newest[0] {
+			c.newest = [2]uint64{t, conn}
+		}
 	}
 	for t := range sockets {
 		c.r.sockets[t] = true
 	}
 	return nil
+}
+
+// NewestThread is the newest foreground thread the last LearnThreads
+// read, with its connection's id (0, 0: none).
+func (c *StatementCursor) NewestThread() (thread, conn uint64) {
+	return c.newest[0], c.newest[1]
 }

@@ -133,6 +133,14 @@ func (o *idOffset) guess(thread uint64) (uint64, bool) {
 	return uint64(c), o.agree >= idOffsetAgree && c > 0
 }
 
+// ObserveThread tells the joiner a live thread's connection (read from
+// the threads table), for the id offset that names ended threads'.
+func (j *Joiner) ObserveThread(thread, conn uint64) {
+	j.mu.Lock()
+	j.ids.observe(thread, conn)
+	j.mu.Unlock()
+}
+
 func (j *Joiner) learnThread(thread, id uint64) {
 	if len(j.threads) >= maxThreadMap {
 		clear(j.threads)

@@ -239,7 +239,9 @@ func (p *poller) learnThreads(ctx context.Context) {
 		return
 	}
 	p.learn.pending, p.learn.at = false, time.Now()
-	_ = p.cursor.LearnThreads(ctx, p.db) // a failure: the next history read looks them up itself
+	if p.cursor.LearnThreads(ctx, p.db) == nil { // a failure: the next history read looks them up itself
+		p.joiner.ObserveThread(p.cursor.NewestThread())
+	}
 }
 
 // takeTargets moves the outliers queued meanwhile into the targets.
