@@ -1,8 +1,10 @@
 package watch
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/event"
 )
 
@@ -93,5 +95,20 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 	}
 	if k.total != int64(n) {
 		t.Errorf("the sink's own accounting has %d of %d: a statement the output dropped must still be counted", k.total, n)
+	}
+}
+
+// The snapshot the web page and the exporters read says which share of
+// the connections is joined from the join sample the poller sets (the
+// terminal's source), not from the capture's, which watch never samples.
+func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
+	e := &engine{sample: newConnSample(capture.Sample{N: 1}), wire: newWireStage(newOwnAddrs(), 8), side: &serverSide{}}
+	e.sink = newSink(10, nil)
+	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
+		t.Errorf("every connection joined, following %q", f)
+	}
+	e.sample.set(capture.Sample{N: 8, Key: 3})
+	if f := e.sinkSnapshot(nil).Health.Following; !strings.Contains(f, "1 in 8 connections") {
+		t.Errorf("a 1-in-8 join sample, following %q", f)
 	}
 }
