@@ -177,6 +177,8 @@ type Joiner struct {
 	threads map[uint64]uint64
 	// ids follows THREAD_ID − PROCESSLIST_ID, a hint for ended threads.
 	ids idOffset
+	// shifted is connOfRows' buffer of rows on the capture's clock.
+	shifted []collect.ServerStatement
 	// anon holds rows of ended threads not attributed yet: on a busy
 	// capture their wire statement can arrive after the poll that read them.
 	anon    []anonRow

@@ -21,12 +21,19 @@ func (q *fifo[T]) back() *T { return &q.items[len(q.items)-1] }
 
 // pop removes the front element. The slot is zeroed so that the queue does
 // not keep statements alive after they were emitted.
+// fifoKeep is the capacity a drained queue keeps for the next items; a
+// larger array, grown by a burst, is released.
+const fifoKeep = 4096
+
 func (q *fifo[T]) pop() T {
 	var zero T
 	v := q.items[q.head]
 	q.items[q.head] = zero
 	q.head++
 	if q.head == len(q.items) {
+		if cap(q.items) > fifoKeep {
+			q.items = nil // a burst's array is not kept once it drained
+		}
 		q.items, q.head = q.items[:0], 0
 	} else if q.head >= 64 && q.head*2 >= len(q.items) {
 		n := copy(q.items, q.items[q.head:])

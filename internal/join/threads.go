@@ -175,7 +175,9 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		off int
 	}
 	// The rows on the capture's clock, once for every connection tried.
-	shifted := make([]collect.ServerStatement, n)
+	j.shifted = slices.Grow(j.shifted[:0], n)[:n] // reused: a burst's ended threads hold thousands of rows
+	shifted := j.shifted
+	defer clear(shifted) // keep no texts alive between calls
 	for i := range rows {
 		shifted[i] = rows[i].r
 		_, shift := j.clockOf(&shifted[i])
