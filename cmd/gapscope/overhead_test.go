@@ -39,7 +39,9 @@ func TestOverheadUsageErrors(t *testing.T) {
 func TestOverheadCmdOnServer(t *testing.T) {
 	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: []string{"--performance-schema=ON"}})
 	dsn := inst.DSN("")
-	small := []string{"--duration", "1s", "--warmup", "0s", "--rounds", "2", "--tables", "1", "--rows", "500", "--threads", "2"}
+	// --time-limit 0: exactly the two rotations asked for (none added while a
+	// row is undecided), so that the stored rounds can be counted.
+	small := []string{"--duration", "1s", "--warmup", "0s", "--rounds", "2", "--time-limit", "0", "--tables", "1", "--rows", "500", "--threads", "2"}
 	out, err := runCmd(t, append([]string{"overhead", "--dsn", dsn, "--configs", "ps-default,optimizer-trace"}, small...)...)
 	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--i-understand-this-changes-settings") {
 		t.Fatalf("no consent: %v\n%s", err, out)

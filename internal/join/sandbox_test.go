@@ -303,8 +303,13 @@ func TestJoinRealServer(t *testing.T) {
 	}
 	// The server records a statement's end after sending its answer
 	// (ServerTailUS): the last row may lag the client by a moment.
+	// A multi-statement query's rows are trusted to be all in from a read
+	// that began multiSettleUS after its answer: read after that.
+	time.Sleep(multiSettleUS * time.Microsecond)
 	var rows []collect.ServerStatement
+	var readAt int64
 	for range 100 {
+		readAt = time.Now().UnixMicro()
 		rows = serverRows(t, mon, tid, connID, from, clock)
 		// The prepare's own row may itself have landed after from was read.
 		rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool { return r.EventName == "statement/com/Prepare" })
@@ -326,13 +331,13 @@ func TestJoinRealServer(t *testing.T) {
 		rec := newRecorder(t)
 		j := New(Options{CalibrationErrorUS: clock.ErrorUS + 1}, rec.emit)
 		if serverFirst {
-			j.AddServer(rows, 0)
+			j.AddServer(rows, readAt)
 		}
 		for _, s := range copies {
 			j.AddWire(s, 0)
 		}
 		if !serverFirst {
-			j.AddServer(rows, 0)
+			j.AddServer(rows, readAt)
 		}
 		st := j.Stats()
 		if len(rec.out) != len(copies) || st.Joined != int64(len(copies)) || st.UnmatchedServer != 0 || st.Merged != 1 {
