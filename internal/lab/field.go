@@ -565,7 +565,9 @@ func (c *FieldCondition) joined(i int, st FieldStatement) bool {
 	if sum := s.RequestUS + s.QueueUS + s.ExecUS + s.SendStallUS + s.DeliveryUS; sum != s.ClientUS {
 		c.problem("statement %d: parts sum to %d µs, client_us %d", i+1, sum, s.ClientUS)
 	}
-	if slack := max(1000, 2*st.Client.ClientResolutionUS); s.ClientUS > st.Client.ClientUS+slack {
+	// Two clocks (the kernel's packet stamps, the client's timer): 1 ms,
+	// twice the client's resolution or 2% of its figure, the most.
+	if slack := max(1000, 2*st.Client.ClientResolutionUS, st.Client.ClientUS/50); s.ClientUS > st.Client.ClientUS+slack {
 		c.problem("statement %d: watch's client time %d µs exceeds what the client measured, %d µs", i+1, s.ClientUS, st.Client.ClientUS)
 	}
 	return true
@@ -645,8 +647,11 @@ func judgeUnixSocket(c *FieldCondition, _ *fieldJudge) {
 		case s.Joined || s.Why != event.UnixSocket || s.ConnID != st.Client.ConnID:
 			c.problem("statement %d: joined %v, reason %q, conn_id %d, want a server-only event with reason %s on conn %d",
 				i+1, s.Joined, s.Why, s.ConnID, event.UnixSocket, st.Client.ConnID)
-		case s.ServerUS < 150_000*95/100 || s.ServerUS > st.Client.ClientUS+2*st.Client.ClientResolutionUS:
-			c.problem("statement %d: server time %d µs, want 150 ms (within 5%%) and no more than the client's %d µs", i+1, s.ServerUS, st.Client.ClientUS)
+		case s.ServerUS < 150_000*95/100 || s.ServerUS > st.Client.ClientUS*105/100+2*st.Client.ClientResolutionUS:
+			// The server's timer and the CLI's are two clocks: on a loaded
+			// host TIMER_WAIT came out 153 ms for a call the CLI timed at
+			// 150 ms; within 5% of the client's is agreement.
+			c.problem("statement %d: server time %d µs, want 150 ms (within 5%%) and within 5%% of the client's %d µs", i+1, s.ServerUS, st.Client.ClientUS)
 		}
 	}
 	if len(c.Statements) == 0 {
