@@ -43,6 +43,27 @@ func collectStatements(t *testing.T, ctx context.Context, inst *sandbox.Instance
 	return got, res
 }
 
+// fieldServer starts a sandbox for the field tests and runs setup on it,
+// returning it with a connection pool the caller may use (closed with the
+// test) and the test's context.
+func fieldServer(t *testing.T, setup ...string) (*sandbox.Instance, *sql.DB, context.Context) {
+	t.Helper()
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range setup {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inst, db, ctx
+}
+
 func checkParts(t *testing.T, s *event.Statement) {
 	t.Helper()
 	if s.RequestUS+s.QueueUS+s.ExecUS+s.SendStallUS+s.DeliveryUS != s.ClientUS {
@@ -55,20 +76,7 @@ func checkParts(t *testing.T, s *event.Statement) {
 // timer, before the last request byte arrives. The statement is joined,
 // the overlap is request time, and the server's work is exec.
 func TestHugeRequestJoined(t *testing.T) {
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	db, err := inst.Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE f"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT) ENGINE=InnoDB"); err != nil {
-		t.Fatal(err)
-	}
+	inst, db, ctx := fieldServer(t, "CREATE DATABASE f", "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT) ENGINE=InnoDB")
 	payload := strings.Repeat("x", 20<<20)
 	got, res := collectStatements(t, ctx, inst, func() error {
 		// A connection of its own, opened while watch runs, which goes on
@@ -120,19 +128,7 @@ func TestHugeRequestJoined(t *testing.T) {
 // pieces with pauses): the wait for the rest of the request is request
 // time, not the server's work.
 func TestSlowSenderJoined(t *testing.T) {
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	db, err := inst.Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{"CREATE DATABASE f", "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT)"} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	inst, _, ctx := fieldServer(t, "CREATE DATABASE f", "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT)")
 	const pause = 100 * time.Millisecond
 	got, _ := collectStatements(t, ctx, inst, func() error {
 		return slowInsert(ctx, inst, 2<<20, 8, pause)
@@ -321,19 +317,7 @@ func TestSocketClientsReported(t *testing.T) {
 // named their connection, and every unjoined statement's reason is the
 // one the coverage counts.
 func TestConnectionChurnJoined(t *testing.T) {
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: fieldArgs})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	db, err := inst.Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{"CREATE DATABASE f", "CREATE TABLE f.kv (id INT PRIMARY KEY, v INT)", "INSERT INTO f.kv VALUES (1,1),(2,2),(3,3)"} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	inst, _, ctx := fieldServer(t, "CREATE DATABASE f", "CREATE TABLE f.kv (id INT PRIMARY KEY, v INT)", "INSERT INTO f.kv VALUES (1,1),(2,2),(3,3)")
 	const conns, each = 300, 3
 	got, res := collectStatements(t, ctx, inst, func() error {
 		var wg sync.WaitGroup
