@@ -79,11 +79,8 @@ func (a *asm) skip(at int, label string) (uint8, error) {
 
 // buildFilter returns the classic BPF program for ports. dropOutgoing drops
 // the PACKET_OUTGOING copy of each packet, which loopback delivers twice.
-// A sample that is On keeps only connections whose client port (the port
-// on the other side of a server port) it Follows: the kernel then copies
-// 1/N of the packets into the ring.
-func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Sample) ([]bpf.RawInstruction, error) {
-	return buildFilterSnap(ports, link, dropOutgoing, sample, snapAccept)
+func buildFilter(ports []uint16, link filterLink, dropOutgoing bool) ([]bpf.RawInstruction, error) {
+	return buildFilterSnap(ports, link, dropOutgoing, snapAccept)
 }
 
 // buildFilterSnap is buildFilter whose accepted answers (segments from a
@@ -91,15 +88,11 @@ func buildFilter(ports []uint16, link filterLink, dropOutgoing bool, sample Samp
 // The filter's return value is the kernel's snap length, so a short one
 // spares the copy into the ring. Only the tap measurement uses a short one:
 // the decoder needs every byte of an answer to frame its packets.
-func buildFilterSnap(ports []uint16, link filterLink, dropOutgoing bool, sample Sample, respSnap uint32) ([]bpf.RawInstruction, error) {
+func buildFilterSnap(ports []uint16, link filterLink, dropOutgoing bool, respSnap uint32) ([]bpf.RawInstruction, error) {
 	if len(ports) == 0 || len(ports) > 32 {
 		return nil, errors.New("bpf: need between 1 and 32 ports")
 	}
 	a := &asm{labels: map[string]int{}}
-	if sample.Paused { // nothing reaches the ring: the kernel drops every packet
-		a.emit(bpf.RetConstant{Val: 0})
-		return a.resolve()
-	}
 	if dropOutgoing {
 		a.emit(bpf.LoadExtension{Num: bpf.ExtType})
 		a.jump(bpf.JumpEqual, packetOutgoing, "drop", "")
@@ -117,26 +110,18 @@ func buildFilterSnap(ports []uint16, link filterLink, dropOutgoing bool, sample 
 		a.jump(bpf.JumpEqual, 0x40, "v4", "")
 		a.jump(bpf.JumpEqual, 0x60, "v6", "drop")
 	}
-	sampled := sample.On()
-	cut := respSnap < snapAccept && !sampled // a sampled filter keeps answers whole
+	cut := respSnap < snapAccept
 	a.label("v4")
 	a.emit(bpf.LoadAbsolute{Off: l + 9, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 2})
 	a.jump(bpf.JumpBitsSet, 0x1fff, "drop", "") // later fragments carry no TCP header
 	a.emit(bpf.LoadMemShift{Off: l})
-	portFields(a, "v4", ports, sampled, cut, l, func(off uint32) bpf.Instruction { return bpf.LoadIndirect{Off: off, Size: 2} })
+	portFields(a, "v4", ports, cut, l, func(off uint32) bpf.Instruction { return bpf.LoadIndirect{Off: off, Size: 2} })
 	a.label("v6")
 	a.emit(bpf.LoadAbsolute{Off: l + 6, Size: 1})
 	a.jump(bpf.JumpEqual, ipProtoTCP, "", "drop")
-	portFields(a, "v6", ports, sampled, cut, l+40, func(off uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: off, Size: 2} })
-	if sampled {
-		a.label("sample") // A holds the client port: A = hash(port) % N
-		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMul, Val: portHashMul})
-		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: portHashShift})
-		a.emit(bpf.ALUOpConstant{Op: bpf.ALUOpMod, Val: uint32(sample.N)})
-		a.jump(bpf.JumpEqual, sample.Key%uint32(sample.N), "accept", "drop")
-	}
+	portFields(a, "v6", ports, cut, l+40, func(off uint32) bpf.Instruction { return bpf.LoadAbsolute{Off: off, Size: 2} })
 	a.label("drop")
 	a.emit(bpf.RetConstant{Val: 0})
 	a.label("accept")
@@ -150,30 +135,17 @@ func buildFilterSnap(ports []uint16, link filterLink, dropOutgoing bool, sample 
 
 // portFields checks one IP family's TCP ports, load(off) reading the
 // 16-bit field at off (source port at src, destination at src+2): a
-// server port on either side accepts (an answer cut short when cut), or, sampled, loads the port on the
-// other side (the client's) into A and goes to "sample".
-func portFields(a *asm, family string, ports []uint16, sampled, cut bool, src uint32, load func(off uint32) bpf.Instruction) {
-	clientAt := map[uint32]string{src: family + "-client-src", src + 2: family + "-client-dst"}
+// server port on either side accepts (an answer cut short when cut).
+func portFields(a *asm, family string, ports []uint16, cut bool, src uint32, load func(off uint32) bpf.Instruction) {
 	for _, server := range []uint32{src, src + 2} { // an answer, then a request
-		client := src + 2 - (server - src)
 		match := "accept"
 		if server == src && cut {
 			match = "accept-answer"
-		}
-		if sampled {
-			match = clientAt[client]
 		}
 		a.emit(load(server))
 		portChecks(a, ports, match)
 	}
 	a.goTo("drop")
-	if sampled {
-		for _, client := range []uint32{src, src + 2} {
-			a.label(clientAt[client])
-			a.emit(load(client))
-			a.goTo("sample")
-		}
-	}
 }
 
 // goTo jumps to label whatever A holds.
@@ -185,8 +157,9 @@ func portChecks(a *asm, ports []uint16, match string) {
 	}
 }
 
-// Sample says which connections a capture follows: those whose client
-// port hashes to Key modulo N (N ≤ 1: all). The port is hashed first:
+// Sample says which connections watch joins (its join sample; every
+// connection is captured): those whose client port hashes to Key modulo N
+// (N ≤ 1: all). The port is hashed first:
 // Linux hands connect() even ports (odd ones are left for bind), so port % 2
 // is always 0 and port % 4 splits in halves. With N a power of two and one
 // Key, 1 in 2N follows a subset of 1 in N. Key = PortKey(p) makes every N
@@ -204,17 +177,13 @@ type Sample struct {
 // All follows every connection.
 var All = Sample{N: 1}
 
-// Follows reports whether the connection from client port is in the sample
-// (the kernel filter's rule, for the server side to apply too).
+// Follows reports whether the connection from client port is in the sample.
 func (s Sample) Follows(port uint16) bool {
 	return !s.Paused && (s.N <= 1 || portHash(port)%uint32(s.N) == s.Key%uint32(s.N))
 }
 
 // On reports whether the sample leaves connections out.
 func (s Sample) On() bool { return s.N > 1 || s.Paused }
-
-// Resumed is the sample a paused one follows again.
-func (s Sample) Resumed() Sample { return Sample{N: max(s.N, 1), Key: s.Key} }
 
 // PortKey is the Key of samples that follow the connection from port.
 func PortKey(port uint16) uint32 { return portHash(port) }

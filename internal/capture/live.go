@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -26,9 +25,6 @@ type LiveOptions struct {
 	// CPU, which a saturated host does to it at times. A bigger ring rides
 	// out longer stalls before the kernel drops packets.
 	RingMB int
-	// Sample, when On, captures only the connections it Follows, in the
-	// kernel filter. SetSample changes it while the capture runs.
-	Sample Sample
 	// BlockKB is the size of one ring block (default 1024 KiB; at least
 	// 64 KiB, the largest frame). The kernel hands the ring over block by
 	// block: smaller blocks mean more handovers (wake-ups) per packet.
@@ -76,13 +72,7 @@ type Live struct {
 	// dropOutgoing: the filter drops outgoing copies (loopback).
 	dropOutgoing bool
 	iface        string
-	// sample is the current 1-in-N (SetSample), read by Run's loop.
-	sample atomic.Uint64
-	// pauses counts the paused samples set: Run's loop sees the sample only
-	// between packets, and a pause can start and end between two, leaving
-	// the followed connections with a gap it must not wait on.
-	pauses atomic.Uint64
-	// mu guards closed: SetSample must not touch a released socket.
+	// mu guards closed: Close may be called from another goroutine.
 	mu     sync.Mutex
 	closed bool
 	// discarded counts the unfiltered frames queued while the ring was set
@@ -111,7 +101,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	filter, err := buildFilter(opts.Ports, flink, loopback, opts.Sample)
+	filter, err := buildFilter(opts.Ports, flink, loopback)
 	if err != nil {
 		return nil, err
 	}
@@ -140,60 +130,11 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		tp.Close()
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
-	l := &Live{opts: opts, tp: tp, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}
-	l.sample.Store(packSample(Sample{N: max(opts.Sample.N, 1), Key: opts.Sample.Key, Paused: opts.Sample.Paused}))
-	return l, nil
+	return &Live{opts: opts, tp: tp, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
 }
 
 // ErrStopped: the capture has ended.
 var ErrStopped = errors.New("capture already stopped")
-
-// SetSample changes, while the capture runs, which connections it follows:
-// 1 in n.N by client port (Sample.Follows; 1 = all), or none while
-// n.Paused. The kernel filter changes at once; connections that leave the
-// sample are forgotten by the tracker without reports (their statements in
-// flight are not a measurement of anything), and connections that join it
-// are picked up mid-stream from their next command; after a pause, all of
-// them are (their sequence numbers jumped over the pause). With N a power
-// of two, doubling N with the same Key keeps a subset of the connections
-// followed (see Sample).
-func (l *Live) SetSample(n Sample) error {
-	n.N = max(n.N, 1)
-	filter, err := buildFilter(l.opts.Ports, l.flink, l.dropOutgoing, n)
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return ErrStopped
-	}
-	if err := l.tp.SetBPF(filter); err != nil {
-		return fmt.Errorf("changing the capture filter on %s: %w", l.iface, err)
-	}
-	if n.Paused {
-		l.pauses.Add(1)
-	}
-	l.sample.Store(packSample(n))
-	return nil
-}
-
-// Sample returns the connections the capture follows now.
-func (l *Live) Sample() Sample { return unpackSample(l.sample.Load()) }
-
-// A Sample packed in one word, so that Run reads it without a lock: Key in
-// the low 32 bits, N above it, Paused in the top bit.
-func packSample(s Sample) uint64 {
-	v := uint64(s.N)<<32 | uint64(s.Key)
-	if s.Paused {
-		v |= 1 << 63
-	}
-	return v
-}
-
-func unpackSample(v uint64) Sample {
-	return Sample{N: uint16(v >> 32), Key: uint32(v), Paused: v>>63 != 0}
-}
 
 // ignoreOutgoing asks the kernel not to hand the socket outgoing packets
 // (PACKET_IGNORE_OUTGOING, Linux 4.20+). On loopback every packet comes
@@ -262,9 +203,7 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	defer l.Close()
 	defer context.AfterFunc(ctx, l.ready.interrupt)()
 	t := NewTracker(l.opts.Options, emit)
-	sample, pauses := l.Sample(), l.pauses.Load()
-	t.Resample(sample)
-	err := l.decode(ctx, t, &sample, &pauses)
+	err := l.decode(ctx, t)
 	t.Close(time.Now().UnixMicro())
 	if _, v3, serr := l.tp.SocketStats(); serr == nil {
 		t.stats.KernelDrops = int64(v3.Drops())
@@ -277,7 +216,7 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 
 // decode feeds the tracker every packet the ring holds, waiting for the
 // kernel to hand over a block when it holds none, until ctx ends.
-func (l *Live) decode(ctx context.Context, t *Tracker, sample *Sample, pauses *uint64) error {
+func (l *Live) decode(ctx context.Context, t *Tracker) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -290,7 +229,6 @@ func (l *Live) decode(ctx context.Context, t *Tracker, sample *Sample, pauses *u
 		if err != nil {
 			return fmt.Errorf("reading from %s: %w", l.iface, err)
 		}
-		l.resample(t, sample, pauses)
 		tsUS := ci.Timestamp.UnixMicro()
 		if l.tap != nil {
 			l.tap(tsUS, data)
@@ -298,21 +236,3 @@ func (l *Live) decode(ctx context.Context, t *Tracker, sample *Sample, pauses *u
 		t.Packet(l.link, tsUS, data)
 	}
 }
-
-// resample tells the tracker when SetSample changed the connections
-// followed (two atomic loads per packet: cheaper than a clock read).
-func (l *Live) resample(t *Tracker, sample *Sample, pauses *uint64) {
-	if p := l.pauses.Load(); p != *pauses {
-		*pauses = p
-		t.Resample(Sample{Paused: true}) // every connection had a gap: none is waited on
-		*sample = Sample{Paused: true}
-	}
-	if now := l.Sample(); now != *sample {
-		*sample = now
-		t.Resample(now)
-	}
-}
-
-// IgnoresOutgoing reports whether the kernel leaves outgoing packets out
-// of this capture (loopback, where they would be duplicates).
-func (l *Live) IgnoresOutgoing() bool { return l.ignoresOutgoing }

@@ -79,7 +79,7 @@ func tcpFrame(src, dst string) []byte {
 // the ring was being set up are read and thrown away under rejectAll, and the
 // real filter goes on only once the ring is empty.
 func TestAttachFilterDiscardsWhatCameBefore(t *testing.T) {
-	filter, err := buildFilter([]uint16{3306}, filterEthernet, false, Sample{})
+	filter, err := buildFilter([]uint16{3306}, filterEthernet, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestRejectAllRejects(t *testing.T) {
 }
 
 func TestAttachFilterErrors(t *testing.T) {
-	filter, _ := buildFilter([]uint16{3306}, filterEthernet, false, Sample{})
+	filter, _ := buildFilter([]uint16{3306}, filterEthernet, false)
 	boom := errors.New("boom")
 	if _, err := attachFilter(&fakeRing{setErr: boom}, filter); !errors.Is(err, boom) {
 		t.Errorf("SetBPF error: got %v", err)

@@ -37,7 +37,7 @@ func OpenTap(iface string, opts LiveOptions, answerSnap int) (*Tap, error) {
 		return nil, err
 	}
 	if answerSnap > 0 {
-		filter, err := buildFilterSnap(l.opts.Ports, l.flink, l.dropOutgoing, Sample{N: 1}, uint32(answerSnap))
+		filter, err := buildFilterSnap(l.opts.Ports, l.flink, l.dropOutgoing, uint32(answerSnap))
 		if err == nil {
 			err = l.tp.SetBPF(filter)
 		}

@@ -60,9 +60,6 @@ type Tracker struct {
 	nowUS  int64
 	sweep  int64
 	sqlBuf []byte // scratch for parameter interpolation
-	// sample, when On, follows only the connections whose client port it
-	// Follows (Resample); packets of others are ignored.
-	sample Sample
 	paths  pathBook
 	// portsSeen, when not nil (files only), counts connections by server
 	// port (for one not MySQL: its lower port, usually the server's), so
@@ -131,9 +128,6 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	if p.flags&tcpRST != 0 || (p.flags&tcpFIN != 0 && len(p.payload) == 0) {
 		return nil // the tail of a connection we never saw
 	}
-	if !t.sampled(key) {
-		return nil // queued before the filter left it out
-	}
 	if old := t.flows[key]; old == nil && len(t.flows) >= t.opts.MaxFlows {
 		t.sweepIdle()
 		if len(t.flows) >= t.opts.MaxFlows {
@@ -147,42 +141,11 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	return f
 }
 
-// Resample follows the sample n from now on (N ≤ 1: all; Paused: none,
-// which forgets every connection): connections
-// the sample no longer holds are forgotten without reports, as if never
-// captured, and packets of such connections queued before the kernel
-// filter changed are ignored.
-func (t *Tracker) Resample(n Sample) {
-	t.sample = n
-	for k := range t.flows {
-		if !t.sampled(k) {
-			delete(t.flows, k)
-		}
-	}
-}
-
 // countPort counts a connection on a server port, when reading files.
 func (t *Tracker) countPort(port uint16) {
 	if t.portsSeen != nil {
 		t.portsSeen[port]++
 	}
-}
-
-// sampled reports whether the connection of key is in the sample. The
-// client is the end not on a server port; a connection between two server
-// ports (or none) cannot be told apart and is kept.
-func (t *Tracker) sampled(key flowKey) bool {
-	if !t.sample.On() {
-		return true
-	}
-	a, b := t.isServerPort(key.a.port), t.isServerPort(key.b.port)
-	switch {
-	case a && !b:
-		return t.sample.Follows(key.b.port)
-	case b && !a:
-		return t.sample.Follows(key.a.port)
-	}
-	return true
 }
 
 // sweepIdle closes connections idle longer than IdleTimeout and forgets old
