@@ -65,7 +65,7 @@ Capture with:  tcpdump -U -i any -s 0 -w mysql.pcap port 3306
 			if err != nil {
 				return err
 			}
-			if co.relative() {
+			if co.Relative() {
 				return usagef("analyze takes --since/--until as absolute times (2024-05-06T07:08:09Z), not durations")
 			}
 			return runAnalyze(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), args, opts, f, co)
@@ -99,65 +99,65 @@ func (f *analyzeFlags) captureOptions() (capture.Options, error) {
 	return opts, nil
 }
 
-func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags, co classOptions) error {
+func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags, co report.ClassOptions) error {
 	if err := checkCaptureFiles(files); err != nil {
 		return err
 	}
-	sink, err := newStatementSink(f.events, report.ClientLatency)
+	sink, err := report.NewStatementSink(f.events, report.ClientLatency)
 	if err != nil {
 		return err
 	}
 	prog := report.NewProgress(errOut, totalSize(files), "reading")
 	opts.Progress = func(done, _ int64) { prog.Set(done) }
 	var wire diagnose.WireWindow
-	sel := co.selector(0)
+	sel := co.Selector(0)
 	var x report.Extra
 	stats, err := capture.ReadFiles(ctx, files, opts, func(s *event.Statement) {
 		wire.Add(s) // the wire's findings see every statement, whatever the report shows
 		x = report.Extra{Host: clientHost(s.Conn)}
 		if sel.Keep(s, &x) {
-			sink.profile.AddExtra(s, &x)
-			sink.events.write(s)
+			sink.Profile.AddExtra(s, &x)
+			sink.Events.Write(s)
 		}
 	})
 	prog.Done()
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
-		sink.close()
+		sink.Close()
 		return err
 	}
 	// A failed events file does not cost the result: it is printed, and
 	// the run still fails at the end.
-	eventsErr := sink.close()
+	eventsErr := sink.Close()
 	if err := noMySQLInCapture(stats, opts, interrupted); err != nil {
 		return err
 	}
 	for _, n := range inputNotes(errOut, stats, f.portsGiven, opts) {
-		sink.profile.AddNote(n)
+		sink.Profile.AddNote(n)
 	}
 	for _, n := range append(analyzeNotes(stats, opts, interrupted), sel.Notes()...) {
-		sink.profile.AddNote(n)
+		sink.Profile.AddNote(n)
 	}
 	if stats.Statements > 0 {
-		sink.profile.AddNote(diagnose.WireOnlyNote())
+		sink.Profile.AddNote(diagnose.WireOnlyNote())
 	}
-	if err := writeAnalyzeResult(out, sink.profile.Result(), wire.Findings(), f, co); err != nil {
+	if err := writeAnalyzeResult(out, sink.Profile.Result(), wire.Findings(), f, co); err != nil {
 		return err
 	}
 	return resultCompleteBut(eventsErr)
 }
 
 // writeAnalyzeResult prints the profile and the wire findings.
-func writeAnalyzeResult(out io.Writer, profile *report.ProfileResult, findings []event.Finding, f analyzeFlags, co classOptions) error {
+func writeAnalyzeResult(out io.Writer, profile *report.ProfileResult, findings []event.Finding, f analyzeFlags, co report.ClassOptions) error {
 	res := analyzeResult{ProfileResult: profile, Findings: findings, NotJudged: diagnose.NotJudgedOnWire()}
 	if res.Findings == nil {
 		res.Findings = []event.Finding{}
 	}
-	co.rank(res.ProfileResult, f.format != "json", f.top)
+	co.Rank(res.ProfileResult, f.format != "json", f.top)
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	if err := co.writeClassText(out, res.ProfileResult); err != nil {
+	if err := co.WriteClassText(out, res.ProfileResult); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nfindings from the wire alone:\n\n")

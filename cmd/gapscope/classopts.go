@@ -1,15 +1,11 @@
 package main
 
 import (
-	"io"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // classFlags are the report options digest and analyze share: which
@@ -37,28 +33,18 @@ func (f *classFlags) register(cmd *cobra.Command, groupBy bool) {
 	fl.IntVar(&f.width, "width", 0, "text line width (0: the terminal's, from COLUMNS or the tty; 120 when not a terminal)")
 }
 
-// classOptions are classFlags validated.
-type classOptions struct {
-	fingerprint bool
-	order       report.OrderBy
-	limit       *report.Limit
-	filter      *report.Filter
-	since       report.TimeBound
-	until       report.TimeBound
-	width       int
-}
-
-func (f *classFlags) options(metric report.Metric, loc *time.Location) (classOptions, error) {
-	var o classOptions
+// options validates the flags.
+func (f *classFlags) options(metric report.Metric, loc *time.Location) (report.ClassOptions, error) {
+	var o report.ClassOptions
 	var err error
 	switch f.groupBy {
 	case "", "digest":
 	case "fingerprint":
-		o.fingerprint = true
+		o.Fingerprint = true
 	default:
 		return o, usagef("--group-by must be digest or fingerprint, not %q", f.groupBy)
 	}
-	if o.order, err = report.ParseOrderBy(f.orderBy); err != nil {
+	if o.Order, err = report.ParseOrderBy(f.orderBy); err != nil {
 		return o, usageError{err}
 	}
 	if f.limit != "" {
@@ -66,73 +52,26 @@ func (f *classFlags) options(metric report.Metric, loc *time.Location) (classOpt
 		if err != nil {
 			return o, usageError{err}
 		}
-		o.limit = &l
+		o.Limit = &l
 	}
 	if strings.TrimSpace(f.filter) != "" {
-		if o.filter, err = report.ParseFilter(f.filter, metric); err != nil {
+		if o.Filter, err = report.ParseFilter(f.filter, metric); err != nil {
 			return o, usageError{err}
 		}
 	}
-	if o.since, err = report.ParseTimeBound("--since", f.since, loc); err != nil {
+	if o.Since, err = report.ParseTimeBound("--since", f.since, loc); err != nil {
 		return o, usageError{err}
 	}
-	if o.until, err = report.ParseTimeBound("--until", f.until, loc); err != nil {
+	if o.Until, err = report.ParseTimeBound("--until", f.until, loc); err != nil {
 		return o, usageError{err}
 	}
-	if report.EmptyWindow(o.since, o.until) {
+	if report.EmptyWindow(o.Since, o.Until) {
 		return o, usagef("--since is not before --until (%s, %s): no statement could be reported", f.since, f.until)
 	}
 	if f.width < 0 || (f.width > 0 && f.width < 60) {
 		return o, usagef("--width must be 0 (the terminal's) or at least 60, not %d", f.width)
 	}
-	o.width = f.width
+	o.Width = f.width
 	return o, nil
 }
 
-// relative reports whether a bound needs the input's end.
-func (o *classOptions) relative() bool { return o.since.Relative || o.until.Relative }
-
-// selector keeps the statements --filter, --since and --until select, for
-// an input ending at endUS.
-func (o *classOptions) selector(endUS int64) *report.Selector {
-	return report.NewSelector(o.filter, o.since, o.until, endUS)
-}
-
-// rank orders and cuts the result: --order-by, then --limit (or, in text
-// output without --limit, --top).
-func (o *classOptions) rank(r *report.ProfileResult, text bool, top int) {
-	r.Sort(o.order)
-	switch {
-	case o.limit != nil:
-		o.limit.Apply(r, o.order)
-	case text && top > 0:
-		report.Limit{N: top}.Apply(r, o.order)
-	}
-}
-
-// writeClassText writes the class report at the terminal's width.
-func (o *classOptions) writeClassText(w io.Writer, r *report.ProfileResult) error {
-	heading := "digest"
-	if o.fingerprint {
-		heading = "fingerprint"
-	}
-	heading += ", ranked by " + o.order.String()
-	return report.WriteClassReport(w, r, report.ClassTextOptions{Width: textWidth(o.width, w), Details: -1, Heading: heading})
-}
-
-// textWidth is --width, else COLUMNS, else the terminal's width when w is
-// one, else report.DefaultWidth: piped output keeps a stable width.
-func textWidth(flag int, w io.Writer) int {
-	if flag > 0 {
-		return flag
-	}
-	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c >= 60 {
-		return c
-	}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols >= 60 {
-			return cols
-		}
-	}
-	return report.DefaultWidth
-}

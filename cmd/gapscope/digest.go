@@ -72,7 +72,7 @@ with full texts. --group-by fingerprint groups as pt-query-digest does
 			if err != nil {
 				return err
 			}
-			if co.relative() && slices.Contains(args, "-") {
+			if co.Relative() && slices.Contains(args, "-") {
 				return usagef("--since/--until as a duration count back from the log's end, which stdin cannot be read twice to find: give an absolute time")
 			}
 			return runDigest(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), args, opts, f, co)
@@ -109,9 +109,9 @@ func (f *digestFlags) readOptions() (slowlog.ReadOptions, error) {
 	return opts, nil
 }
 
-func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts slowlog.ReadOptions, f digestFlags, co classOptions) error {
+func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts slowlog.ReadOptions, f digestFlags, co report.ClassOptions) error {
 	var endUS int64
-	if co.relative() {
+	if co.Relative() {
 		end, err := slowLogEnd(ctx, files, opts)
 		if err != nil {
 			return err
@@ -121,7 +121,7 @@ func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts 
 	// Grouped by fingerprint, a statement's digest text is needed only for
 	// the events file, a filter and the classes' samples: the sink makes it
 	// for those, not for every statement.
-	lazy := co.fingerprint && f.events == "" && co.filter == nil
+	lazy := co.Fingerprint && f.events == "" && co.Filter == nil
 	sink, err := newDigestSink(f.events, co, endUS, lazyText(lazy, opts.Convert))
 	if err != nil {
 		return err
@@ -130,19 +130,19 @@ func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts 
 	var inputs slowLogInputs
 	stats, interrupted, err := readSlowLogs(ctx, errOut, files, opts, sink.add, inputs.add)
 	if err != nil {
-		sink.close()
+		sink.Close()
 		return err
 	}
-	eventsErr := sink.close() // reported after the result, which it does not cost
+	eventsErr := sink.Close() // reported after the result, which it does not cost
 	wrong := inputs.check(errOut)
 	if len(wrong) > 0 && stats.Events == 0 {
 		return wrong
 	}
 	for _, n := range append(digestNotes(stats, interrupted), sink.sel.Notes()...) {
-		sink.profile.AddNote(n)
+		sink.Profile.AddNote(n)
 	}
 	res := sink.result(stats)
-	co.rank(res.ProfileResult, f.format != "json", f.top)
+	co.Rank(res.ProfileResult, f.format != "json", f.top)
 	if f.format == "json" {
 		err = report.WriteJSON(out, res)
 	} else {
@@ -230,19 +230,19 @@ func digestNotes(st slowlog.FileStats, interrupted bool) []string {
 // statements (--filter, --since/--until), classes them and passes on what
 // the slow log says beyond event.Statement.
 type digestSink struct {
-	*statementSink
+	*report.StatementSink
 	sel   *report.Selector
 	extra slowExtra
 }
 
 // newDigestSink returns a sink; text, when not nil, fills the text of the
 // statements the reader leaves without (slowlog.ConvertOptions.LazyText).
-func newDigestSink(eventsPath string, co classOptions, endUS int64, text *slowlog.Converter) (*digestSink, error) {
-	s, err := newStatementSink(eventsPath, report.ServerLatency)
+func newDigestSink(eventsPath string, co report.ClassOptions, endUS int64, text *slowlog.Converter) (*digestSink, error) {
+	s, err := report.NewStatementSink(eventsPath, report.ServerLatency)
 	if err != nil {
 		return nil, err
 	}
-	d := &digestSink{statementSink: s, sel: co.selector(endUS), extra: newSlowExtra(co.fingerprint)}
+	d := &digestSink{StatementSink: s, sel: co.Selector(endUS), extra: newSlowExtra(co.Fingerprint)}
 	if text != nil {
 		d.extra.text = text
 		d.extra.fill = d.extra.fillText // bound once: no allocation per statement
@@ -263,8 +263,8 @@ func (s *digestSink) add(st *event.Statement, ev *slowlog.Event) {
 	if !s.sel.Keep(st, x) {
 		return
 	}
-	s.profile.AddExtra(st, x)
-	s.events.write(st)
+	s.Profile.AddExtra(st, x)
+	s.Events.Write(st)
 }
 
 // digestResult is the profile's JSON object plus the parser's counts.
@@ -274,11 +274,11 @@ type digestResult struct {
 }
 
 func (s *digestSink) result(st slowlog.FileStats) *digestResult {
-	return &digestResult{ProfileResult: s.profile.Result(), SlowLog: st}
+	return &digestResult{ProfileResult: s.Profile.Result(), SlowLog: st}
 }
 
-func writeDigestText(w io.Writer, r *digestResult, co classOptions) error {
-	if err := co.writeClassText(w, r.ProfileResult); err != nil {
+func writeDigestText(w io.Writer, r *digestResult, co report.ClassOptions) error {
+	if err := co.WriteClassText(w, r.ProfileResult); err != nil {
 		return err
 	}
 	st := r.SlowLog

@@ -145,7 +145,7 @@ func (f *overheadFlags) options(errOut io.Writer) (overhead.Options, error) {
 // progressPrinter shows each round as it starts (redrawn in place on a
 // terminal) and a line when it ends, with the time left.
 func progressPrinter(w io.Writer) func(overhead.Progress) {
-	tty := isTerminal(w)
+	tty := report.IsTerminal(w)
 	return func(p overhead.Progress) {
 		line := overhead.ProgressLine(p)
 		switch {

@@ -26,7 +26,6 @@ import (
 	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/gapscope/gapscope/internal/watchtext"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 func init() { register(newWatchCmd) }
@@ -223,7 +222,7 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	}
 	opts.Sinks = append(opts.Sinks, exp.sinks...)
 	opts.Ready = func() { fmt.Fprintln(errOut, watch.ReadyLine) }
-	if !f.noLive && isTerminal(out) && f.format == "text" {
+	if !f.noLive && report.IsTerminal(out) && f.format == "text" {
 		opts.Live = out
 	} else {
 		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", collect.Target(cfg))
@@ -273,19 +272,14 @@ func writeWatchResult(out io.Writer, res *watch.Result, f watchFlags) error {
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	return watchtext.Write(out, res, f.top, textWidth(0, out))
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return watchtext.Write(out, res, f.top, report.TextWidth(0, out))
 }
 
 // watchOutputs are the optional event file and store. A write that fails
 // stops that output only: it is reported once, on errOut, when it fails,
 // and watch goes on.
 type watchOutputs struct {
-	events *eventsFile
+	events *report.EventsFile
 	st     *store.Store
 	writer *store.Writer
 	run    int64
@@ -302,16 +296,15 @@ const eventsFlushEvery = time.Second
 // target, the server as Target names it (no password). A failed output is
 // reported on errOut.
 func openWatchOutputs(ctx context.Context, f watchFlags, target string, errOut io.Writer) (*watchOutputs, error) {
-	ev, err := openEventLog(f.events, eventlog.Options{MaxSize: int64(f.eventsMax), Keep: f.eventsKeep})
+	o := &watchOutputs{errOut: errOut}
+	ev, err := report.OpenEventLog(f.events, eventlog.Options{MaxSize: int64(f.eventsMax), Keep: f.eventsKeep},
+		func(err error) { o.fail("events file", err) })
 	if err != nil {
 		return nil, err
 	}
-	o := &watchOutputs{events: ev, errOut: errOut}
-	if ev != nil {
-		ev.onFail = func(err error) { o.fail("events file", err) }
-		ev.flushEvery(eventsFlushEvery)
-		ev.reopenOnHangup()
-	}
+	o.events = ev
+	ev.FlushEvery(eventsFlushEvery)
+	ev.ReopenOnHangup()
 	if f.storePath != "" {
 		st, err := store.Open(ctx, f.storePath)
 		if err != nil {
@@ -355,14 +348,14 @@ func (o *watchOutputs) storeFlushed(_ int, err error) {
 // add runs on the joiner's goroutine (serialised by the engine). Errors
 // reach the user through failed; the writers keep them for close.
 func (o *watchOutputs) add(s *event.Statement) {
-	o.events.write(s)
+	o.events.Write(s)
 	if o.writer != nil {
 		_ = o.writer.Add(s)
 	}
 }
 
 func (o *watchOutputs) close(res *watch.Result) error {
-	err := o.events.close()
+	err := o.events.Close()
 	if o.writer != nil {
 		if res != nil {
 			for i := range res.Findings {

@@ -28,7 +28,7 @@ var allowed = map[string][]string{
 	"join":       {"event", "capture", "collect", "mysqlproto", "sqltext"},
 	"diagnose":   {"event", "join", "collect"},
 	"store":      {"event"},
-	"report":     {"event", "sqltext", "diagnose", "store"},
+	"report":     {"event", "eventlog", "sqltext", "diagnose", "store"},
 	"export":     {"event", "sqltext", "watch"},
 	"web":        {"event", "watch", "diagnose"},
 	"workload":   {"event", "sandbox"},
