@@ -39,7 +39,9 @@ type Statement struct {
 	ExecUS      int64 `json:"exec_us"`
 	SendStallUS int64 `json:"send_stall_us"`
 	DeliveryUS  int64 `json:"delivery_us"`
-	ServerUS    int64 `json:"server_us,omitempty"`
+	// ServerUS is the server's own time; written when known (Knows),
+	// 0 included.
+	ServerUS int64 `json:"server_us,omitempty"`
 	// TransitUS is the one-way time between the capture point and the
 	// server, measured from TCP when the capture is not on the server's
 	// host (half the connection's smallest round trip): the request reaches
@@ -47,12 +49,16 @@ type Statement struct {
 	// before t_resp_first.
 	TransitUS int64 `json:"transit_us,omitempty"`
 
-	Rows      int64  `json:"rows"`
+	Rows int64 `json:"rows"`
+	// ReqBytes: written when known (Knows), 0 included.
 	ReqBytes  int64  `json:"req_bytes,omitempty"`
 	RespBytes int64  `json:"resp_bytes"`
 	Error     *Error `json:"error"`
 
-	// Slow-log fields (digest); zero for wire statements.
+	// The server's lock time and rows examined: from a slow log, or a
+	// server-only statement's performance_schema row; written when known
+	// (Knows), 0 included, and left out for a wire statement, whose join
+	// does not carry them.
 	LockUS       int64 `json:"lock_us,omitempty"`
 	RowsExamined int64 `json:"rows_examined,omitempty"`
 
@@ -92,6 +98,11 @@ type Statement struct {
 	// several (a multi-statement COM_QUERY), in order, when joined: exec
 	// spans from the first's start to the last's end.
 	Statements []StatementPart `json:"statements,omitempty"`
+	// Known marks the counters the statement's source knows beyond what
+	// the source itself implies (Knows): a slow log that has a
+	// Bytes_received line, say. The JSON form writes such a counter even
+	// when it is 0, and reading JSON sets the mark for a key it finds.
+	Known Counters `json:"-"`
 }
 
 // StatementPart is one of the statements the server ran for a request.

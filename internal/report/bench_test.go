@@ -34,20 +34,6 @@ func BenchmarkEventWriter(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
-// BenchmarkEventWriterEncodingJSON is the reference the fast encoder
-// replaces, for comparison.
-func BenchmarkEventWriterEncodingJSON(b *testing.B) {
-	w := NewEventWriter(io.Discard)
-	s := benchStatement()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := w.enc.Encode(s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-}
-
 func BenchmarkProfileAdd(b *testing.B) {
 	stmts := synthetic(4096)
 	p := NewProfile(ProfileOptions{})

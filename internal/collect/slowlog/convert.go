@@ -62,6 +62,7 @@ func (c *Converter) Statement(ev *Event, dst *event.Statement) bool {
 		RowsExamined: ev.RowsExamined,
 		RespBytes:    ev.BytesSent,
 		ReqBytes:     ev.BytesRecv,
+		Known:        known(ev),
 	}
 	if ev.Admin {
 		dst.Cmd = c.adminCmd(ev.AdminCommand)
@@ -76,6 +77,23 @@ func (c *Converter) Statement(ev *Event, dst *event.Statement) bool {
 		dst.Notes = append([]string(nil), ev.Notes...)
 	}
 	return true
+}
+
+// known marks the counters the event's log had: Query_time always (an
+// event without it is not emitted), the others when their field was there,
+// so a 0 the log wrote is written as 0 and a field it lacked stays absent.
+func known(ev *Event) event.Counters {
+	k := event.KnowsServerUS
+	if ev.HasLockTime {
+		k |= event.KnowsLockUS
+	}
+	if ev.HasRowsExamined {
+		k |= event.KnowsRowsExamined
+	}
+	if ev.HasBytesRecv {
+		k |= event.KnowsReqBytes
+	}
+	return k
 }
 
 // Text fills dst's digest text and digest and its SQL: the digest text,

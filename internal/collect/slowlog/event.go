@@ -56,6 +56,8 @@ type Event struct {
 	ExplainLines              int
 	HasQueryTime, HasLockTime bool
 	HasRowsExamined, HasErrno bool
+	// HasBytesRecv: the event had a Bytes_received field.
+	HasBytesRecv bool
 
 	// Admin is set for "# administrator command: X;" events; AdminCommand is X.
 	Admin        bool

@@ -150,7 +150,7 @@ func (p *Parser) setField(e *Event, key, val []byte) {
 	case "Bytes_sent":
 		e.BytesSent = p.int(val)
 	case "Bytes_received":
-		e.BytesRecv = p.int(val)
+		e.BytesRecv, e.HasBytesRecv = p.int(val), true
 	case "Start":
 		e.StartUS = p.isoTime(val)
 	case "End":
