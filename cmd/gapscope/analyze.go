@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
-	"github.com/gapscope/gapscope/internal/diagnose"
-	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/offline"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -100,105 +95,14 @@ func (f *analyzeFlags) captureOptions() (capture.Options, error) {
 }
 
 func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags, co report.ClassOptions) error {
-	if err := checkCaptureFiles(files); err != nil {
-		return err
-	}
-	sink, err := report.NewStatementSink(f.events, report.ClientLatency)
+	res, eventsErr, err := offline.Analyze(ctx, errOut, files, offline.AnalyzeOptions{Capture: opts, Events: f.events, PortsGiven: f.portsGiven, Class: co})
 	if err != nil {
-		return err
-	}
-	prog := report.NewProgress(errOut, totalSize(files), "reading")
-	opts.Progress = func(done, _ int64) { prog.Set(done) }
-	var wire diagnose.WireWindow
-	sel := co.Selector(0)
-	var x report.Extra
-	stats, err := capture.ReadFiles(ctx, files, opts, func(s *event.Statement) {
-		wire.Add(s) // the wire's findings see every statement, whatever the report shows
-		x = report.Extra{Host: clientHost(s.Conn)}
-		if sel.Keep(s, &x) {
-			sink.Profile.AddExtra(s, &x)
-			sink.Events.Write(s)
-		}
-	})
-	prog.Done()
-	interrupted := errors.Is(err, context.Canceled)
-	if err != nil && !interrupted {
-		sink.Close()
 		return err
 	}
 	// A failed events file does not cost the result: it is printed, and
 	// the run still fails at the end.
-	eventsErr := sink.Close()
-	if err := noMySQLInCapture(stats, opts, interrupted); err != nil {
-		return err
-	}
-	for _, n := range inputNotes(errOut, stats, f.portsGiven, opts) {
-		sink.Profile.AddNote(n)
-	}
-	for _, n := range append(analyzeNotes(stats, opts, interrupted), sel.Notes()...) {
-		sink.Profile.AddNote(n)
-	}
-	if stats.Statements > 0 {
-		sink.Profile.AddNote(diagnose.WireOnlyNote())
-	}
-	if err := writeAnalyzeResult(out, sink.Profile.Result(), wire.Findings(), f, co); err != nil {
+	if err := res.Write(out, co, f.format == "json", f.top); err != nil {
 		return err
 	}
 	return resultCompleteBut(eventsErr)
-}
-
-// writeAnalyzeResult prints the profile and the wire findings.
-func writeAnalyzeResult(out io.Writer, profile *report.ProfileResult, findings []event.Finding, f analyzeFlags, co report.ClassOptions) error {
-	res := analyzeResult{ProfileResult: profile, Findings: findings, NotJudged: diagnose.NotJudgedOnWire()}
-	if res.Findings == nil {
-		res.Findings = []event.Finding{}
-	}
-	co.Rank(res.ProfileResult, f.format != "json", f.top)
-	if f.format == "json" {
-		return report.WriteJSON(out, res)
-	}
-	if err := co.WriteClassText(out, res.ProfileResult); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\nfindings from the wire alone:\n\n")
-	return report.WriteFindingsBrief(out, res.Findings)
-}
-
-// analyzeResult is analyze's JSON: the profile, and the findings of the
-// rules that need only the wire (as in watch's result), with the codes of
-// those that could not be judged without the server's side.
-type analyzeResult struct {
-	*report.ProfileResult
-	Findings  []event.Finding `json:"findings"`
-	NotJudged []string        `json:"not_judged"`
-}
-
-// clientHost is the client's address without its port, from a captured
-// connection's "client:port>server:port" ("[v6]:port" for IPv6).
-func clientHost(conn string) string {
-	cli, _, _ := strings.Cut(conn, ">")
-	if i := strings.LastIndexByte(cli, ':'); i > 0 {
-		cli = cli[:i]
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(cli, "["), "]")
-}
-
-// analyzeNotes adds what the reader noticed and what the user should know.
-func analyzeNotes(st capture.Stats, opts capture.Options, interrupted bool) []string {
-	notes := st.Notes
-	if interrupted {
-		notes = append(notes, "interrupted: results cover the packets read so far")
-	}
-	return notes
-}
-
-// totalSize is the bytes to read, for the progress bar (0 when unknown).
-func totalSize(files []string) int64 {
-	var n int64
-	for _, f := range files {
-		if st, err := os.Stat(f); err == nil {
-			n += st.Size()
-		}
-	}
-	return n
 }

@@ -74,4 +74,3 @@ func (f *classFlags) options(metric report.Metric, loc *time.Location) (report.C
 	o.Width = f.width
 	return o, nil
 }
-

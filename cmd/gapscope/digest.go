@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect/slowlog"
-	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/offline"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/spf13/cobra"
 )
@@ -110,44 +107,11 @@ func (f *digestFlags) readOptions() (slowlog.ReadOptions, error) {
 }
 
 func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts slowlog.ReadOptions, f digestFlags, co report.ClassOptions) error {
-	var endUS int64
-	if co.Relative() {
-		end, err := slowLogEnd(ctx, files, opts)
-		if err != nil {
-			return err
-		}
-		endUS = end
-	}
-	// Grouped by fingerprint, a statement's digest text is needed only for
-	// the events file, a filter and the classes' samples: the sink makes it
-	// for those, not for every statement.
-	lazy := co.Fingerprint && f.events == "" && co.Filter == nil
-	sink, err := newDigestSink(f.events, co, endUS, lazyText(lazy, opts.Convert))
+	res, wrong, eventsErr, err := offline.Digest(ctx, errOut, files, offline.DigestOptions{Read: opts, Events: f.events, Class: co})
 	if err != nil {
 		return err
 	}
-	opts.Convert.LazyText = lazy
-	var inputs slowLogInputs
-	stats, interrupted, err := readSlowLogs(ctx, errOut, files, opts, sink.add, inputs.add)
-	if err != nil {
-		sink.Close()
-		return err
-	}
-	eventsErr := sink.Close() // reported after the result, which it does not cost
-	wrong := inputs.check(errOut)
-	if len(wrong) > 0 && stats.Events == 0 {
-		return wrong
-	}
-	for _, n := range append(digestNotes(stats, interrupted), sink.sel.Notes()...) {
-		sink.Profile.AddNote(n)
-	}
-	res := sink.result(stats)
-	co.Rank(res.ProfileResult, f.format != "json", f.top)
-	if f.format == "json" {
-		err = report.WriteJSON(out, res)
-	} else {
-		err = writeDigestText(out, res, co)
-	}
+	err = res.Write(out, co, f.format == "json", f.top)
 	if err == nil && len(wrong) > 0 {
 		return wrong // the others' profile is printed, the mistake still fails the run
 	}
@@ -155,134 +119,4 @@ func runDigest(ctx context.Context, out, errOut io.Writer, files []string, opts 
 		return err
 	}
 	return resultCompleteBut(eventsErr)
-}
-
-// readSlowLogs reads the files in order, with one progress line over all of
-// them. A Ctrl-C ends reading without an error: what was read is reported.
-func readSlowLogs(ctx context.Context, errOut io.Writer, files []string, opts slowlog.ReadOptions,
-	emit slowlog.EmitFunc, onFile func(string, slowlog.FileStats)) (slowlog.FileStats, bool, error) {
-	sizes, total := fileSizes(files)
-	prog := report.NewProgress(errOut, total, "reading")
-	defer prog.Done()
-	var stats slowlog.FileStats
-	var before int64
-	for i, path := range files {
-		opts.Progress = func(done, _ int64) { prog.Set(before + done) }
-		st, err := slowlog.ReadFile(ctx, path, opts, emit)
-		stats.Add(st)
-		before += sizes[i]
-		if err == nil {
-			onFile(path, st)
-		}
-		switch {
-		case errors.Is(err, context.Canceled):
-			return stats, true, nil
-		case err != nil:
-			return stats, false, err // it names the file
-		}
-	}
-	return stats, false, nil
-}
-
-// fileSizes are the on-disk sizes, for progress (0 for stdin and pipes).
-func fileSizes(files []string) ([]int64, int64) {
-	sizes := make([]int64, len(files))
-	var total int64
-	for i, f := range files {
-		if st, err := os.Stat(f); err == nil && f != "-" && st.Mode().IsRegular() {
-			sizes[i] = st.Size()
-			total += st.Size()
-		}
-	}
-	return sizes, total
-}
-
-// digestNotes says what the parser dropped or noticed, so that counts are
-// never silently short.
-func digestNotes(st slowlog.FileStats, interrupted bool) []string {
-	var notes []string
-	if interrupted {
-		notes = append(notes, "interrupted: results cover the events read so far")
-	}
-	if d := st.Dropped(); d > 0 {
-		notes = append(notes, fmt.Sprintf("%d slow-log events dropped: %d header without statement, %d statement text without header, %d unreadable Query_time",
-			d, st.HeaderOnly, st.Orphans, st.Malformed))
-	}
-	if st.BadValues > 0 {
-		notes = append(notes, fmt.Sprintf("%d header values unreadable and ignored", st.BadValues))
-	}
-	if st.TruncatedLines > 0 {
-		notes = append(notes, fmt.Sprintf("%d statements longer than --max-line, cut", st.TruncatedLines))
-	}
-	if st.Own > 0 {
-		notes = append(notes, fmt.Sprintf("%d of gapscope's own statements left out", st.Own))
-	}
-	if st.Restarts > 0 {
-		notes = append(notes, fmt.Sprintf("the server reopened the log %d times (restart or FLUSH SLOW LOGS)", st.Restarts))
-	}
-	if st.Events == 0 && st.Lines > 0 {
-		notes = append(notes, fmt.Sprintf("no slow-log event in %d lines: is this a MySQL/MariaDB slow query log?", st.Lines))
-	}
-	return notes
-}
-
-// digestSink is a statement sink fed by the slow-log reader: it selects
-// statements (--filter, --since/--until), classes them and passes on what
-// the slow log says beyond event.Statement.
-type digestSink struct {
-	*report.StatementSink
-	sel   *report.Selector
-	extra slowExtra
-}
-
-// newDigestSink returns a sink; text, when not nil, fills the text of the
-// statements the reader leaves without (slowlog.ConvertOptions.LazyText).
-func newDigestSink(eventsPath string, co report.ClassOptions, endUS int64, text *slowlog.Converter) (*digestSink, error) {
-	s, err := report.NewStatementSink(eventsPath, report.ServerLatency)
-	if err != nil {
-		return nil, err
-	}
-	d := &digestSink{StatementSink: s, sel: co.Selector(endUS), extra: newSlowExtra(co.Fingerprint)}
-	if text != nil {
-		d.extra.text = text
-		d.extra.fill = d.extra.fillText // bound once: no allocation per statement
-	}
-	return d, nil
-}
-
-// lazyText is the converter that fills statements' text when lazy.
-func lazyText(lazy bool, opts slowlog.ConvertOptions) *slowlog.Converter {
-	if !lazy {
-		return nil
-	}
-	return slowlog.NewConverter(opts)
-}
-
-func (s *digestSink) add(st *event.Statement, ev *slowlog.Event) {
-	x := s.extra.of(st, ev)
-	if !s.sel.Keep(st, x) {
-		return
-	}
-	s.Profile.AddExtra(st, x)
-	s.Events.Write(st)
-}
-
-// digestResult is the profile's JSON object plus the parser's counts.
-type digestResult struct {
-	*report.ProfileResult
-	SlowLog slowlog.FileStats `json:"slowlog"`
-}
-
-func (s *digestSink) result(st slowlog.FileStats) *digestResult {
-	return &digestResult{ProfileResult: s.Profile.Result(), SlowLog: st}
-}
-
-func writeDigestText(w io.Writer, r *digestResult, co report.ClassOptions) error {
-	if err := co.WriteClassText(w, r.ProfileResult); err != nil {
-		return err
-	}
-	st := r.SlowLog
-	_, err := fmt.Fprintf(w, "\nslow log: %d events in %d lines (%d bytes), %d dropped, %d administrator commands\n",
-		st.Events, st.Lines, st.Bytes, st.Dropped(), st.AdminCommands)
-	return err
 }

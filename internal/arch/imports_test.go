@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"probe":      {"event", "collect", "workload", "diagnose", "store"},
 	"plans":      {"event", "collect", "sqltext", "diagnose", "store"},
 	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
+	"offline":    {"event", "capture", "collect", "sqltext", "diagnose", "report"},
 	"watchtext":  {"event", "capture", "collect", "watch", "report"},
 	"lab":        {"netlab", "watch", "probe", "plans", "overhead", "event", "sandbox", "workload", "capture", "collect", "join", "diagnose", "report", "mysqlproto", "sqltext", "store"},
 }
