@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -110,12 +108,12 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 	}
 	opts.OnPoint = func(p probe.Point) error {
 		if f.format == "text" {
-			fmt.Fprintln(errOut, "  "+pointLine(p))
+			fmt.Fprintln(errOut, "  "+probe.PointLine(p))
 		}
 		return rec.Add(opts, p)
 	}
 	opts.OnDiscard = func(err error) { fmt.Fprintf(errOut, "  run failed, discarded: %v\n", err) }
-	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.Target(cfg), probeName(opts), f.every)
+	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.Target(cfg), opts.Name(), f.every)
 	res, err := probe.Run(ctx, opts)
 	if cerr := rec.Close(res); err == nil {
 		err = cerr
@@ -126,7 +124,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	return writeProbeText(out, res)
+	return res.WriteText(out)
 }
 
 // options builds the probe's options from the flags (the canary's DSN
@@ -139,7 +137,7 @@ func (f *probeFlags) options() (probe.Options, *mysql.Config, error) {
 	o := probe.Options{DSN: cfg.FormatDSN(), Every: f.every, Count: f.count, Cores: f.cores,
 		Canary: workload.CanaryOptions{Schema: f.schema, Repeat: f.repeat, Inserts: f.inserts}}
 	if f.cores < 0 {
-		o.Cores = localCores(cfg)
+		o.Cores = collect.LocalCores(cfg)
 	}
 	if f.workload != "canary" {
 		data, err := os.ReadFile(f.workload)
@@ -165,53 +163,4 @@ func (f *probeFlags) openMonitor(ctx context.Context, cfg *mysql.Config) (*sql.D
 		cfg = mcfg
 	}
 	return collect.OpenConfig(ctx, cfg.Clone())
-}
-
-// localCores is this host's CPU count when the server runs here (unix
-// socket or loopback), else 0: unknown.
-func localCores(cfg *mysql.Config) int {
-	if cfg.Net == "unix" {
-		return runtime.NumCPU()
-	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return 0
-	}
-	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
-		return runtime.NumCPU()
-	}
-	return 0
-}
-
-func probeName(o probe.Options) string {
-	if o.Script != nil {
-		return "workload " + o.ScriptName
-	}
-	return fmt.Sprintf("canary (%d x TRUNCATE + %d INSERTs)", o.Canary.Repeat, o.Canary.Inserts)
-}
-
-func pointLine(p probe.Point) string {
-	return fmt.Sprintf("%s  median %-9s avg %-9s max %-9s Threads_running %5.1f (max %d)  connected %5.1f  pool queue %4.1f",
-		time.UnixMicro(p.TimeUS).Format("15:04:05"), report.Micros(p.MedianUS), report.Micros(p.AvgUS), report.Micros(p.MaxUS),
-		p.ThreadsRunning, p.ThreadsRunningMax, p.ThreadsConnected, p.PoolQueue)
-}
-
-func writeProbeText(out io.Writer, res *probe.Result) error {
-	fmt.Fprintf(out, "\n%s: %d runs (%d discarded)\n", res.Series.Name, len(res.Series.Points), res.Discarded)
-	for _, p := range res.Series.Points {
-		fmt.Fprintln(out, "  "+pointLine(p))
-	}
-	k := res.Knee
-	if k.Found {
-		fmt.Fprintf(out, "\nknee: %.1f running threads (80%% range %.1f-%.1f); above it x%.1f the trend below; fit improvement %.0f%% over one line, permutation p=%.2g\n",
-			k.Threads, k.Low, k.High, k.Rise, k.Improvement*100, k.P)
-	} else {
-		fmt.Fprintf(out, "\nno knee: %s (%d runs)\n", k.Reason, k.Points)
-	}
-	fmt.Fprintln(out, "\ncaps in force:")
-	for _, c := range res.Caps {
-		fmt.Fprintf(out, "  %-48s %6d  %s\n", c.Variable, c.Threads, c.Formula)
-	}
-	fmt.Fprintln(out, "\nfindings:")
-	return report.WriteFindingsText(out, res.Findings)
 }

@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"web":        {"event", "watch", "diagnose"},
 	"workload":   {"event", "sandbox"},
 	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans"},
-	"probe":      {"event", "collect", "workload", "diagnose", "store"},
+	"probe":      {"event", "collect", "workload", "diagnose", "report", "store"},
 	"plans":      {"event", "collect", "sqltext", "diagnose", "store"},
 	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
 	"offline":    {"event", "capture", "collect", "sqltext", "diagnose", "report"},
