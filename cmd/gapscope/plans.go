@@ -81,14 +81,6 @@ func (f *plansFlags) check() error {
 	return nil
 }
 
-// plansOutput is the --format json document.
-type plansOutput struct {
-	Stats    plans.Stats     `json:"stats"`
-	Plans    []plans.Caught  `json:"plans"`
-	Raised   []event.Finding `json:"raised"`   // every PLAN_FLIP raised during the run
-	Findings []event.Finding `json:"findings"` // those still open at the end
-}
-
 func runPlans(ctx context.Context, out, errOut io.Writer, f plansFlags) error {
 	cfg, err := collect.Config(f.dsn, f.defaultsFile)
 	if err != nil {
@@ -125,11 +117,11 @@ func runPlans(ctx context.Context, out, errOut io.Writer, f plansFlags) error {
 	if err != nil {
 		return err
 	}
-	doc := plansOutput{Stats: c.Stats(), Plans: c.Caught(), Raised: raised, Findings: c.Findings()}
+	doc := plans.Output{Stats: c.Stats(), Plans: c.Caught(), Raised: raised, Findings: c.Findings()}
 	if f.format == "json" {
 		return report.WriteJSON(out, doc)
 	}
-	return writePlansText(out, doc)
+	return doc.WriteText(out)
 }
 
 // runFor runs run until d passes (0: until ctx ends, e.g. Ctrl-C).
@@ -140,33 +132,4 @@ func runFor(ctx context.Context, d time.Duration, run func(context.Context) erro
 		defer cancel()
 	}
 	return run(ctx)
-}
-
-func writePlansText(w io.Writer, d plansOutput) error {
-	s := d.Stats
-	fmt.Fprintf(w, "polls %d, live plans %d (%d ended first), SHOW ANALYZE %d, EXPLAIN %d, traces %d, rate-limited %d, refused %d, errors %d\n",
-		s.Polls, s.LivePlans, s.Ended, s.LiveAnalyzes, s.Explains, s.Traces, s.RateLimited, s.Refused, s.Errors)
-	if s.History == "" {
-		fmt.Fprintln(w, "no statement history: usual plans come only from fast executions seen in the processlist; turn on the events_statements_current and events_statements_history_long consumers")
-	}
-	if s.LastError != "" {
-		fmt.Fprintf(w, "last error: %s\n", s.LastError)
-	}
-	fmt.Fprintf(w, "\nplans caught:\n")
-	if len(d.Plans) == 0 {
-		fmt.Fprintln(w, "  none")
-	}
-	for _, p := range d.Plans {
-		fmt.Fprintf(w, "  %s  %-7s %-17s %9s  %s  [%s] %s\n", time.UnixMicro(p.TimeUS).Format("15:04:05.000"), p.Role, p.Source,
-			(time.Duration(p.ElapsedUS) * time.Microsecond).Round(10*time.Microsecond), p.Signature, p.Digest, clipText(p.DigestText, 80))
-	}
-	fmt.Fprintf(w, "\nPLAN_FLIP raised: %d, still open: %d\n\n", len(d.Raised), len(d.Findings))
-	return report.WriteFindingsText(w, d.Findings)
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/plans"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/store"
 )
@@ -49,7 +50,7 @@ func TestPlansCatchesLivePlan(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plans: %v\n%s", err, out)
 	}
-	var doc plansOutput
+	var doc plans.Output
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}

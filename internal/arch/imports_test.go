@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"workload":   {"event", "sandbox"},
 	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans"},
 	"probe":      {"event", "collect", "workload", "diagnose", "report", "store"},
-	"plans":      {"event", "collect", "sqltext", "diagnose", "store"},
+	"plans":      {"event", "collect", "sqltext", "diagnose", "report", "store"},
 	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
 	"offline":    {"event", "capture", "collect", "sqltext", "diagnose", "report"},
 	"watchtext":  {"event", "capture", "collect", "watch", "report"},
