@@ -11,7 +11,6 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/lab"
 	"github.com/gapscope/gapscope/internal/overhead"
-	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/workload"
 	"github.com/spf13/cobra"
@@ -139,28 +138,7 @@ func (f *overheadFlags) options(errOut io.Writer) (overhead.Options, error) {
 	return overhead.Options{DSN: f.dsn, AllowChanges: f.consent, Configs: cs, Rounds: f.rounds, TimeLimit: limit, Duration: f.duration,
 		Warmup: warmup, Driver: f.driver, KeepData: f.keepData, Resolution: f.resolution, WatchIface: f.iface,
 		Workload: workload.OLTPOptions{Tables: f.tables, TableSize: f.rows, Threads: f.threads},
-		Progress: progressPrinter(errOut)}, nil
-}
-
-// progressPrinter shows each round as it starts (redrawn in place on a
-// terminal) and a line when it ends, with the time left.
-func progressPrinter(w io.Writer) func(overhead.Progress) {
-	tty := report.IsTerminal(w)
-	return func(p overhead.Progress) {
-		line := overhead.ProgressLine(p)
-		switch {
-		case p.Table != nil && tty:
-			fmt.Fprintf(w, "\r\x1b[K%s\n", line)
-		case p.Table != nil:
-			fmt.Fprintln(w, line)
-		case p.Last != nil && tty:
-			fmt.Fprintf(w, "\r\x1b[K%s\n", line)
-		case p.Last != nil:
-			fmt.Fprintln(w, line)
-		case tty:
-			fmt.Fprintf(w, "\r\x1b[K%s", line)
-		}
-	}
+		Progress: overhead.ProgressPrinter(errOut)}, nil
 }
 
 // overheadSandboxArgs start the sandbox as most servers run: with
@@ -198,31 +176,8 @@ func runOverhead(ctx context.Context, out, errOut io.Writer, f overheadFlags) er
 	if res == nil {
 		return err
 	}
-	if werr := writeOverhead(out, f.format, res); err == nil {
+	if werr := res.WriteReport(out, f.format == "json"); err == nil {
 		err = werr
 	}
 	return err
-}
-
-// writeOverhead prints the table (also after Ctrl-C: the rounds done so far).
-func writeOverhead(out io.Writer, format string, res *overhead.Result) error {
-	findings := overhead.Findings(res)
-	if format == "json" {
-		return report.WriteJSON(out, struct {
-			*overhead.Result
-			Findings any `json:"findings"`
-		}{res, nonNil(findings)})
-	}
-	if err := res.WriteText(out); err != nil {
-		return err
-	}
-	fmt.Fprintln(out)
-	return report.WriteFindingsText(out, findings)
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

@@ -5,7 +5,48 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
 )
+
+// WriteReport prints the result and its findings, as JSON or as the table
+// (also after Ctrl-C: the rounds done so far).
+func (res *Result) WriteReport(out io.Writer, json bool) error {
+	findings := Findings(res)
+	if json {
+		if findings == nil {
+			findings = []event.Finding{}
+		}
+		return report.WriteJSON(out, struct {
+			*Result
+			Findings any `json:"findings"`
+		}{res, findings})
+	}
+	if err := res.WriteText(out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return report.WriteFindingsText(out, findings)
+}
+
+// ProgressPrinter shows each round on w as it starts (redrawn in place on
+// a terminal) and a line when it ends, with the time left.
+func ProgressPrinter(w io.Writer) func(Progress) {
+	tty := report.IsTerminal(w)
+	return func(p Progress) {
+		line := ProgressLine(p)
+		ended := p.Table != nil || p.Last != nil
+		switch {
+		case ended && tty:
+			fmt.Fprintf(w, "\r\x1b[K%s\n", line)
+		case ended:
+			fmt.Fprintln(w, line)
+		case tty:
+			fmt.Fprintf(w, "\r\x1b[K%s", line)
+		}
+	}
+}
 
 // WriteText prints the overhead case's table with the run's conditions and method.
 func (res *Result) WriteText(w io.Writer) error {
