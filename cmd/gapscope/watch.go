@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -210,14 +209,17 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if err != nil {
 		return err
 	}
-	outs, err := openWatchOutputs(ctx, f, collect.Target(cfg), errOut)
+	outs, err := report.OpenRunOutputs(ctx, errOut, report.RunOutputOptions{Command: "watch", Target: collect.Target(cfg),
+		Events: f.events, EventsLog: eventlog.Options{MaxSize: int64(f.eventsMax), Keep: f.eventsKeep},
+		Store: f.storePath, StoreWriter: store.WriterOptions{SampleEvery: f.storeSample,
+			Limits: store.Limits{MaxBytes: int64(f.storeMax), Retain: time.Duration(f.storeRetain)}}})
 	if err != nil {
 		return err
 	}
-	opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.add))
+	opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.Add))
 	exp, err := startExporters(ctx, errOut, f.exp, cfg)
 	if err != nil {
-		_ = outs.close(nil)
+		_ = outs.Close(nil)
 		return err
 	}
 	opts.Sinks = append(opts.Sinks, exp.sinks...)
@@ -247,8 +249,12 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 }
 
 // reportWatch closes the outputs and prints the run's result.
-func reportWatch(out io.Writer, res *watch.Result, err error, outs *watchOutputs, f watchFlags) error {
-	cerr := outs.close(res)
+func reportWatch(out io.Writer, res *watch.Result, err error, outs *report.RunOutputs, f watchFlags) error {
+	var findings []event.Finding
+	if res != nil {
+		findings = res.Findings
+	}
+	cerr := outs.Close(findings)
 	if err != nil {
 		return errors.Join(err, cerr)
 	}
@@ -257,13 +263,13 @@ func reportWatch(out io.Writer, res *watch.Result, err error, outs *watchOutputs
 	if err := writeWatchResult(out, res, f); err != nil {
 		return err
 	}
-	if cerr != nil && len(outs.failedOutputs()) == 0 { // failed on close, not reported yet
+	if cerr != nil && len(outs.Failed()) == 0 { // failed on close, not reported yet
 		return fmt.Errorf("the result above is complete, but: %w", cerr)
 	}
 	if cerr != nil {
 		// The failure and its path were reported when they happened.
 		return fmt.Errorf("the result above is complete, but the %s stopped recording during the run (reported above)",
-			strings.Join(outs.failedOutputs(), " and "))
+			strings.Join(outs.Failed(), " and "))
 	}
 	return nil
 }
@@ -273,100 +279,6 @@ func writeWatchResult(out io.Writer, res *watch.Result, f watchFlags) error {
 		return report.WriteJSON(out, res)
 	}
 	return watchtext.Write(out, res, f.top, report.TextWidth(0, out))
-}
-
-// watchOutputs are the optional event file and store. A write that fails
-// stops that output only: it is reported once, on errOut, when it fails,
-// and watch goes on.
-type watchOutputs struct {
-	events *report.EventsFile
-	st     *store.Store
-	writer *store.Writer
-	run    int64
-	errMu  sync.Mutex // errOut and failed are used from the joiner's and the writers' goroutines
-	errOut io.Writer
-	failed []string // the outputs that failed, by name
-}
-
-// eventsFlushEvery bounds what a watch killed without a chance to close
-// (kill -9, a crash) loses of its events file.
-const eventsFlushEvery = time.Second
-
-// openWatchOutputs opens --events and --store; the store's run records
-// target, the server as Target names it (no password). A failed output is
-// reported on errOut.
-func openWatchOutputs(ctx context.Context, f watchFlags, target string, errOut io.Writer) (*watchOutputs, error) {
-	o := &watchOutputs{errOut: errOut}
-	ev, err := report.OpenEventLog(f.events, eventlog.Options{MaxSize: int64(f.eventsMax), Keep: f.eventsKeep},
-		func(err error) { o.fail("events file", err) })
-	if err != nil {
-		return nil, err
-	}
-	o.events = ev
-	ev.FlushEvery(eventsFlushEvery)
-	ev.ReopenOnHangup()
-	if f.storePath != "" {
-		st, err := store.Open(ctx, f.storePath)
-		if err != nil {
-			o.close(nil)
-			return nil, err
-		}
-		o.st = st
-		if o.run, err = st.StartRun(ctx, "watch", target, time.Now().UnixMicro()); err != nil {
-			o.close(nil)
-			return nil, err
-		}
-		o.writer = st.NewWriter(o.run, store.WriterOptions{OnFlush: o.storeFlushed, SampleEvery: f.storeSample,
-			Limits: store.Limits{MaxBytes: int64(f.storeMax), Retain: time.Duration(f.storeRetain)}})
-	}
-	return o, nil
-}
-
-// fail tells the user at once that an output stopped.
-func (o *watchOutputs) fail(name string, err error) {
-	o.errMu.Lock()
-	defer o.errMu.Unlock()
-	o.failed = append(o.failed, name)
-	fmt.Fprintf(o.errOut, "gapscope: %v: no more statements are written there; watch goes on and prints its result at the end\n", err)
-}
-
-// failedOutputs names the outputs that failed.
-func (o *watchOutputs) failedOutputs() []string {
-	o.errMu.Lock()
-	defer o.errMu.Unlock()
-	return slices.Clone(o.failed)
-}
-
-// storeFlushed is the store writer's commit hook: its first failure is the
-// only one it reports (a failed writer commits nothing more).
-func (o *watchOutputs) storeFlushed(_ int, err error) {
-	if err != nil {
-		o.fail("store", fmt.Errorf("store %s: %w", o.st.Path(), err))
-	}
-}
-
-// add runs on the joiner's goroutine (serialised by the engine). Errors
-// reach the user through failed; the writers keep them for close.
-func (o *watchOutputs) add(s *event.Statement) {
-	o.events.Write(s)
-	if o.writer != nil {
-		_ = o.writer.Add(s)
-	}
-}
-
-func (o *watchOutputs) close(res *watch.Result) error {
-	err := o.events.Close()
-	if o.writer != nil {
-		if res != nil {
-			for i := range res.Findings {
-				_ = o.writer.AddFinding(time.Now().UnixMicro(), &res.Findings[i])
-			}
-		}
-		err = errors.Join(err, o.writer.Close())
-		_ = o.st.EndRun(context.Background(), o.run, time.Now().UnixMicro(), "")
-		o.st.Close()
-	}
-	return err
 }
 
 // startCPUProfile profiles gapscope until the returned function runs.
