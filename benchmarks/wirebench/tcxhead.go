@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	ebpfasm "github.com/cilium/ebpf/asm"
+	"github.com/gapscope/gapscope/internal/capture"
 )
 
 // The header-only floor (-mode tcx-head): the tcx program of tcx.go, but
@@ -83,11 +84,11 @@ func openTCXHead(iface string, ports []uint16, head, tail, wakeKB, ringMB int) (
 //
 // Registers: r6 the packet, r7 the TCP header's offset then the payload's,
 // r8 the IP version, r9 the record. Stack: fp-16 the payload length,
-// fp-24 the head copied (below the IP header's scratch, above the ports').
+// fp-24 the head copied (below the IP header's capture.BPFScratch, above the ports').
 func headProgram(l2 int32, ports []uint16, head, tail, wake int32, ringFD, dropsFD int) ebpfasm.Instructions {
 	const (
 		spPayload = -16
-		spHead    = -24 // the IP header's scratch ends at -24 (IPv6: 40 bytes from -64)
+		spHead    = -24 // the IP header's capture.BPFScratch ends at -24 (IPv6: 40 bytes from -64)
 	)
 	r0, r1, r2, r3, r4 := ebpfasm.R0, ebpfasm.R1, ebpfasm.R2, ebpfasm.R3, ebpfasm.R4
 	r6, r7, r8, r9, fp := ebpfasm.R6, ebpfasm.R7, ebpfasm.R8, ebpfasm.R9, ebpfasm.RFP
@@ -100,9 +101,8 @@ func headProgram(l2 int32, ports []uint16, head, tail, wake int32, ringFD, drops
 			ebpfasm.JNE.Imm(r0, 0, "discard"),
 		}
 	}
-	p := tcxMatch(l2, ports)
+	p := capture.BPFMatch(l2, ports, "keep", "keep")
 	p = append(p,
-		ebpfasm.Ja.Label("next"),
 		ebpfasm.LoadMapPtr(r1, ringFD).WithSymbol("keep"),
 		ebpfasm.Mov.Imm(r2, headRecordSize(int(head), int(tail))),
 		ebpfasm.Mov.Imm(r3, 0),
@@ -119,14 +119,14 @@ func headProgram(l2 int32, ports []uint16, head, tail, wake int32, ringFD, drops
 		ebpfasm.StoreMem(r9, 16, r8, ebpfasm.Byte),
 		ebpfasm.StoreImm(r9, 22, int64(head), ebpfasm.Half),
 		ebpfasm.JEq.Imm(r8, 6, "addr6"),
-		ebpfasm.LoadMem(r2, fp, scratch+12, ebpfasm.Word),
+		ebpfasm.LoadMem(r2, fp, capture.BPFScratch+12, ebpfasm.Word),
 		ebpfasm.StoreMem(r9, 24, r2, ebpfasm.Word),
-		ebpfasm.LoadMem(r2, fp, scratch+16, ebpfasm.Word),
+		ebpfasm.LoadMem(r2, fp, capture.BPFScratch+16, ebpfasm.Word),
 		ebpfasm.StoreMem(r9, 40, r2, ebpfasm.Word),
 		ebpfasm.Ja.Label("addrs"),
 	)
 	for i := int16(0); i < 4; i++ {
-		ld := ebpfasm.LoadMem(r2, fp, scratch+8+8*i, ebpfasm.DWord)
+		ld := ebpfasm.LoadMem(r2, fp, capture.BPFScratch+8+8*i, ebpfasm.DWord)
 		if i == 0 {
 			ld = ld.WithSymbol("addr6")
 		}
@@ -141,7 +141,7 @@ func headProgram(l2 int32, ports []uint16, head, tail, wake int32, ringFD, drops
 		ebpfasm.RSh.Imm(r2, 4),
 		ebpfasm.LSh.Imm(r2, 2),
 		ebpfasm.Add.Reg(r7, r2),
-		ebpfasm.LoadMem(r2, r6, skbLen, ebpfasm.Word),
+		ebpfasm.LoadMem(r2, r6, capture.BPFSkbLen, ebpfasm.Word),
 		ebpfasm.StoreMem(r9, 8, r2, ebpfasm.Word),
 		ebpfasm.JGT.Reg(r7, r2, "discard"),
 		ebpfasm.Sub.Reg(r2, r7),
@@ -174,43 +174,18 @@ func headProgram(l2 int32, ports []uint16, head, tail, wake int32, ringFD, drops
 	)
 	p = append(p, loadBytes(headFixed+head)...)
 	p = append(p, ebpfasm.Ja.Label("submit"))
-	p = append(p,
-		ebpfasm.Mov.Reg(r1, r9).WithSymbol("discard"),
-		ebpfasm.Mov.Imm(r2, 0),
-		ebpfasm.FnRingbufDiscard.Call(),
-		ebpfasm.Ja.Label("next"),
-	)
-	if wake > 0 {
-		p = append(p,
-			ebpfasm.LoadMapPtr(r1, ringFD).WithSymbol("submit"),
-			ebpfasm.Mov.Imm(r2, 0), // BPF_RB_AVAIL_DATA
-			ebpfasm.FnRingbufQuery.Call(),
-			ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
-			ebpfasm.JLT.Imm(r0, wake, "notify"),
-			ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
-			ebpfasm.Mov.Reg(r1, r9).WithSymbol("notify"),
-		)
-	} else {
-		p = append(p,
-			ebpfasm.Mov.Reg(r1, r9).WithSymbol("submit"),
-			ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
-		)
-	}
-	p = append(p,
-		ebpfasm.FnRingbufSubmit.Call(),
-		ebpfasm.Ja.Label("next"),
-	)
-	return append(p, countAndExit(dropsFD)...)
+	p = append(p, capture.BPFDiscard("discard")...)
+	p = append(p, capture.BPFSubmit("submit", ringFD, wake)...)
+	return append(p, capture.BPFCountAndExit(dropsFD)...)
 }
 
 // readHead hands every committed header-only record to fn in order, in
 // place, and gives its space back; it returns how many it read.
 func (s *tcxSource) readHead(fn func(*headRecord)) int {
 	var r headRecord
-	off := s.offset
-	return s.each(headFixed, func(rec []byte) {
+	return s.Each(headFixed, func(rec []byte) {
 		size := uint64(len(rec))
-		r.TSUS = (*(*int64)(unsafe.Pointer(&rec[0])) + off) / 1000
+		r.TSUS = s.WallUS(*(*int64)(unsafe.Pointer(&rec[0])))
 		r.Wire = *(*uint32)(unsafe.Pointer(&rec[8]))
 		r.Payload = *(*uint32)(unsafe.Pointer(&rec[12]))
 		r.Version = rec[16]

@@ -86,8 +86,18 @@ type Stats struct {
 	EvictedFlows     int64 // connections evicted after IdleTimeout
 	OwnStatements    int64 // gapscope's own statements dropped
 	KernelDrops      int64 // live: packets the kernel dropped (ring full)
-	Path             PathStats
-	Notes            []string
+	// Source is the live capture that ran: "ebpf" (header-only, with its
+	// hook: "ebpf (tcx)") or "packet" (the AF_PACKET ring); "" for files.
+	Source string
+	// Header-only capture: answer packets the kernel cut to their first
+	// and last bytes; statements whose rows are unknown because a cut
+	// answer's middle held packet boundaries; connections switched to
+	// whole answers (compressed, TLS, or answers the head could not follow).
+	CutPackets  int64
+	RowsUnknown int64
+	FullFlows   int64
+	Path        PathStats
+	Notes       []string
 	// PortsSeen counts a capture file's connections by server port (for
 	// TCP connections that are not MySQL: their lower port); files only.
 	PortsSeen map[uint16]int64 `json:"-"`

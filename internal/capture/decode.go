@@ -81,7 +81,15 @@ type packet struct {
 	tsVal    uint32 // its TSval and TSecr
 	tsEcr    uint32
 	payload  []byte
+	// size is the payload's length on the wire: len(payload) but for a
+	// header-only record cut short (ebpfrecord.go), whose payload holds
+	// the first bytes and tail the last; the middle was not captured.
+	size int
+	tail []byte
 }
+
+// cut reports whether the packet's payload was captured in part.
+func (p *packet) cut() bool { return p.tail != nil }
 
 // decodeFrame parses link, IP and TCP headers by hand into p. It never
 // allocates: the whole decode path is a few bounds checks and loads.
@@ -160,11 +168,13 @@ func decodeIPv4(data []byte, p *packet) decodeResult {
 	}
 	ihl := int(data[0]&0x0f) * 4
 	total := int(binary.BigEndian.Uint16(data[2:4]))
-	if ihl < 20 || total < ihl || len(data) < ihl {
+	if ihl < 20 || total != 0 && total < ihl || len(data) < ihl {
 		return resultMalformed
 	}
 	// total == 0 happens with TCP segmentation offload captured on the
-	// sending host; trust the captured length then.
+	// sending host, and for IP packets over 64 KiB (BIG TCP: loopback's
+	// offloads make them; the eBPF capture sees them whole); trust the
+	// captured length then.
 	if total != 0 && total < len(data) {
 		data = data[:total] // drop Ethernet padding
 	}
@@ -245,6 +255,7 @@ func decodeTCP(data []byte, p *packet) decodeResult {
 	}
 	p.hasTS = off > 20 && timestamps(data[20:off], p)
 	p.payload = data[off:]
+	p.size, p.tail = len(p.payload), nil
 	return resultTCP
 }
 

@@ -39,6 +39,10 @@ type flow struct {
 	inTLS     bool
 	path      pathRTT // round trips to the server (rtt.go)
 	point     string  // capture point of this connection
+	// ans frames the answers of a header-only capture (headmode.go);
+	// fullAsked: the connection's whole answers were asked of the kernel.
+	ans       answerFramer
+	fullAsked bool
 }
 
 // segment advances the flow with one TCP segment.
@@ -109,7 +113,7 @@ func (f *flow) probe(p *packet, srcIsA bool) bool {
 		f.becomeMySQL()
 		return true
 	}
-	if len(p.payload) == 0 {
+	if p.size == 0 {
 		return false // wait for bytes to tell
 	}
 	switch {
@@ -171,6 +175,10 @@ func (f *flow) close(tsUS int64) {
 			f.dec.Close(tsUS)
 		}
 	}
+	if f.fullAsked || f.t.full != nil && f.state == stateMySQL && (f.inTLS || f.dec.Info().Compressed) {
+		f.t.full(f.key, f.clientIsA, false) // the kernel may have put it in the map itself
+	}
+	f.fullAsked = false
 	f.state = stateClosed
 	f.dec = nil
 	f.half[0].release()

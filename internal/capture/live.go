@@ -25,6 +25,10 @@ type LiveOptions struct {
 	// CPU, which a saturated host does to it at times. A bigger ring rides
 	// out longer stalls before the kernel drops packets.
 	RingMB int
+	// Source picks the live capture OpenSource opens: SourceAuto,
+	// SourceEBPF or SourcePacket ("": GAPSCOPE_CAPTURE, else
+	// DefaultSource).
+	Source string
 	// BlockKB is the size of one ring block (default 1024 KiB; at least
 	// 64 KiB, the largest frame). The kernel hands the ring over block by
 	// block: smaller blocks mean more handovers (wake-ups) per packet.
@@ -72,14 +76,15 @@ type Live struct {
 	// dropOutgoing: the filter drops outgoing copies (loopback).
 	dropOutgoing bool
 	iface        string
-	// mu guards closed: Close may be called from another goroutine.
-	mu     sync.Mutex
-	closed bool
+	// closed: Close may be called from another goroutine.
+	closed sync.Once
 	// discarded counts the unfiltered frames queued while the ring was set
 	// up, thrown away by attachFilter.
 	discarded int
 	// ignoresOutgoing: the kernel skips this socket for outgoing packets.
 	ignoresOutgoing bool
+	// fallback says why an auto source is this ring rather than eBPF.
+	fallback string
 	// tap, set by tests, sees every frame handed to the tracker.
 	tap func(tsUS int64, frame []byte)
 }
@@ -182,13 +187,10 @@ func interfaceLink(iface string) (layers.LinkType, filterLink, bool, error) {
 
 // Close releases the ring. Run closes it too.
 func (l *Live) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		l.closed = true
+	l.closed.Do(func() {
 		l.ready.close()
 		l.tp.Close()
-	}
+	})
 	return nil
 }
 
@@ -211,7 +213,21 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil // stopping is how a live capture ends
 	}
-	return t.Stats(), err
+	st := t.Stats()
+	st.Source = "packet"
+	if l.fallback != "" {
+		st.Notes = append(st.Notes, l.fallback)
+	}
+	return st, err
+}
+
+// Describe says which capture this is.
+func (l *Live) Describe() string {
+	d := "AF_PACKET ring on " + l.iface
+	if l.fallback != "" {
+		d += " (" + l.fallback + ")"
+	}
+	return d
 }
 
 // decode feeds the tracker every packet the ring holds, waiting for the

@@ -62,10 +62,10 @@ func (r *pathRTT) fromClient(p *packet) {
 		}
 		return
 	}
-	if len(p.payload) == 0 {
+	if p.size == 0 {
 		return
 	}
-	end := p.seq + uint32(len(p.payload))
+	end := p.seq + uint32(p.size)
 	if r.sentKnown && seqDiff(p.seq, r.sentEnd) < 0 {
 		r.probeUS = 0 // bytes sent before: a retransmission, no sample
 		return

@@ -35,7 +35,7 @@ func (f *flow) data(dir mysqlproto.Direction, p *packet) {
 	if !h.init {
 		h.init, h.next = true, p.seq // first segment of a mid-stream direction
 	}
-	n := len(p.payload)
+	n := p.size
 	if n == 0 {
 		return
 	}
@@ -47,14 +47,55 @@ func (f *flow) data(dir mysqlproto.Direction, p *packet) {
 	d := seqDiff(p.seq, h.next)
 	switch {
 	case d == 0:
-		f.deliver(dir, p.tsUS, p.payload)
+		f.deliverPacket(dir, p, 0)
 		h.next += uint32(n)
 		f.drain(dir, p.tsUS)
 	case d < 0:
 		f.overlap(dir, p, int(d))
+	case p.cut():
+		// A cut answer is not buffered (its middle is not here to be
+		// delivered later): the hole before it is declared lost.
+		f.t.stats.OutOfOrder++
+		f.flushHole(dir)
+		if seqDiff(p.seq, h.next) > 0 {
+			f.t.stats.Gaps++
+			f.gap(dir, p.tsUS)
+			h.next = p.seq
+		}
+		f.deliverPacket(dir, p, 0)
+		h.next += uint32(n)
 	default:
 		f.t.stats.OutOfOrder++
 		f.buffer(dir, p)
+	}
+}
+
+// deliverPacket delivers p's payload from byte from on.
+func (f *flow) deliverPacket(dir mysqlproto.Direction, p *packet, from int) {
+	if !p.cut() {
+		f.deliver(dir, p.tsUS, p.payload[from:])
+		return
+	}
+	if tailAt := p.size - len(p.tail); from >= tailAt {
+		f.deliver(dir, p.tsUS, p.tail[from-tailAt:])
+		return
+	}
+	head := p.payload[min(from, len(p.payload)):]
+	if from > len(p.payload) {
+		// The fresh bytes of a retransmission start in the middle.
+		f.ans.skipped += int64(from - len(p.payload))
+		f.ans.lost = true
+	}
+	f.answerCut(p.tsUS, head, p.tail, p.size-from)
+}
+
+// gap tells the decoder (or the TLS flight timer) that bytes were lost.
+func (f *flow) gap(dir mysqlproto.Direction, tsUS int64) {
+	if f.inTLS {
+		f.tls.gap()
+	} else {
+		f.dec.Gap(dir, tsUS)
+		f.ans.boundary()
 	}
 }
 
@@ -62,13 +103,13 @@ func (f *flow) data(dir mysqlproto.Direction, p *packet) {
 // carrying new bytes at its end.
 func (f *flow) overlap(dir mysqlproto.Direction, p *packet, d int) {
 	h := &f.half[dir]
-	n := len(p.payload)
+	n := p.size
 	if n <= 1 && d == -1 {
 		return // keep-alive or zero-window probe, not a retransmission
 	}
 	f.retransmit()
 	if fresh := n + d; fresh > 0 {
-		f.deliver(dir, p.tsUS, p.payload[n-fresh:])
+		f.deliverPacket(dir, p, n-fresh)
 		h.next += uint32(fresh)
 		f.drain(dir, p.tsUS)
 	}
@@ -131,11 +172,7 @@ func (f *flow) flushHole(dir mysqlproto.Direction) {
 	for len(h.ooo) > 0 && f.state == stateMySQL {
 		f.t.stats.Gaps++
 		first := h.ooo[0]
-		if f.inTLS {
-			f.tls.gap()
-		} else {
-			f.dec.Gap(dir, first.tsUS)
-		}
+		f.gap(dir, first.tsUS)
 		h.next = first.seq
 		f.drain(dir, first.tsUS) // lost bytes: the rest were seen when captured
 	}
@@ -148,8 +185,21 @@ func (f *flow) deliver(dir mysqlproto.Direction, tsUS int64, data []byte) {
 		f.tls.bytes(f, dir, tsUS, data)
 		return
 	}
-	f.dec.Feed(dir, tsUS, data)
-	if info := f.dec.Info(); info != nil && info.TLS {
-		f.startTLS()
+	switch {
+	case dir == toClient && f.headAnswers():
+		f.answerBytes(tsUS, data)
+	case dir == toServer && f.t.heads:
+		f.ans.clientSpoke()
+		f.dec.Feed(dir, tsUS, data)
+	default:
+		f.dec.Feed(dir, tsUS, data)
+	}
+	if info := f.dec.Info(); info != nil && (info.TLS || info.Compressed) {
+		if info.TLS {
+			f.startTLS()
+		}
+		if f.t.heads {
+			f.wantFull() // the kernel did when it saw the handshake; not for a connection older than the capture
+		}
 	}
 }

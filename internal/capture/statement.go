@@ -34,8 +34,11 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 	f.retrans = 0
 	var stalls []event.Span
 	var stallUS int64
-	if ex.RespLast != 0 {
-		stalls, stallUS = f.win.stalls(ex.ReqLast, ex.RespLast)
+	if respLast := ex.RespLast; respLast != 0 {
+		if f.ans.skipped > 0 && f.ans.lastUS > respLast {
+			respLast = f.ans.lastUS // a header-only answer's end not fed to the decoder
+		}
+		stalls, stallUS = f.win.stalls(ex.ReqLast, respLast)
 	}
 	if sqltext.IsOwn(ex.SQL) {
 		f.t.stats.OwnStatements++
@@ -52,6 +55,7 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 			s.Error.Msg = sqltext.RedactMessage(s.Error.Msg)
 		}
 	}
+	f.headStatement(s, ex)
 	setStalls(s, stalls, stallUS)
 	s.Retransmits = retrans
 	s.Notes = addNote(s.Notes, ex.Note)

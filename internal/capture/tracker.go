@@ -61,6 +61,11 @@ type Tracker struct {
 	sweep  int64
 	sqlBuf []byte // scratch for parameter interpolation
 	paths  pathBook
+	// heads: packets come from a header-only capture, whose answers may be
+	// cut (headmode.go); full, when set, puts a connection in the
+	// kernel's full map (on) or takes it out.
+	heads bool
+	full  func(key flowKey, clientIsA, on bool)
 	// portsSeen, when not nil (files only), counts connections by server
 	// port (for one not MySQL: its lower port, usually the server's), so
 	// that a capture with nothing on the --port given can say where its
@@ -89,19 +94,25 @@ func (t *Tracker) Packet(lt layers.LinkType, tsUS int64, data []byte) {
 	t.stats.Packets++
 	t.stats.Bytes += int64(len(data))
 	p := &t.pkt
-	switch decodeFrame(lt, data, p) {
-	case resultTCP:
-	case resultFragment:
-		t.stats.Fragments++
-		return
-	case resultMalformed:
-		t.stats.Malformed++
-		return
-	default:
+	if !t.decoded(decodeFrame(lt, data, p)) {
 		return
 	}
 	p.tsUS = tsUS
 	t.segment(p)
+}
+
+// decoded counts what a frame or record that is not a TCP segment was,
+// and reports whether it is one.
+func (t *Tracker) decoded(r decodeResult) bool {
+	switch r {
+	case resultTCP:
+		return true
+	case resultFragment:
+		t.stats.Fragments++
+	case resultMalformed:
+		t.stats.Malformed++
+	}
+	return false
 }
 
 // segment routes one TCP segment to its flow.
@@ -125,7 +136,7 @@ func (t *Tracker) segment(p *packet) {
 // newFlow starts tracking a connection, unless p cannot open one or the
 // table is full.
 func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
-	if p.flags&tcpRST != 0 || (p.flags&tcpFIN != 0 && len(p.payload) == 0) {
+	if p.flags&tcpRST != 0 || (p.flags&tcpFIN != 0 && p.size == 0) {
 		return nil // the tail of a connection we never saw
 	}
 	if old := t.flows[key]; old == nil && len(t.flows) >= t.opts.MaxFlows {
@@ -222,6 +233,8 @@ func summaryNotes(s *Stats) []string {
 	add(s.UntrackedPackets, "%d packet(s) of untracked connections skipped: MaxFlows reached")
 	add(s.EvictedFlows, "%d idle connection(s) evicted")
 	add(s.KernelDrops, "%d packet(s) dropped during live capture")
+	add(s.RowsUnknown, "%d statement(s) with rows unknown: the header-only capture did not see their whole answer (their bytes and times are exact)")
+	add(s.FullFlows, "%d connection(s) captured with whole answers (compressed, TLS, or answers the header-only capture could not follow)")
 	return n
 }
 

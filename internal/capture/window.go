@@ -50,10 +50,10 @@ func (f *flow) window(dir mysqlproto.Direction, p *packet) {
 }
 
 func (w *windowTracker) serverSent(p *packet) {
-	if len(p.payload) == 0 {
+	if p.size == 0 {
 		return
 	}
-	end := p.seq + uint32(len(p.payload))
+	end := p.seq + uint32(p.size)
 	if !w.srvValid || seqDiff(end, w.srvEnd) > 0 {
 		w.srvEnd, w.srvValid = end, true
 	}

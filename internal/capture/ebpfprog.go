@@ -1,0 +1,207 @@
+//go:build linux
+
+package capture
+
+import (
+	ebpfasm "github.com/cilium/ebpf/asm"
+)
+
+// headerProgram is the header-only capture's program (see ebpfrecord.go
+// for the record it writes). Per packet of the ports:
+//
+//   - a request (to a server port), and an answer no longer than head+tail
+//     bytes of payload, or an answer on a connection in the full map, is
+//     copied whole from its IP header on, into the smallest record class
+//     that holds it;
+//   - a longer answer is cut: its IP and TCP headers (options included)
+//     and the payload's first head bytes, then its last tail bytes, in a
+//     record of one fixed size.
+//
+// A request that is a client's handshake response or SSL request (one
+// MySQL packet of sequence id 1 whose capability flags ask for
+// compression, zstd or TLS) puts its connection in the full map from the
+// kernel, before the server answers: those connections' answers cannot
+// be decoded from a head (compressed packets inflate only whole; TLS
+// records are walked), and user space, which reads the records up to
+// 100 ms later, would be too late for the first answers. User space adds
+// connections whose answers it cannot follow otherwise, and removes a
+// connection from the map when it closes (an LRU map besides: a
+// forgotten entry is evicted, never a capture failure).
+//
+// Stack: BPFScratch (-64..-25) the IP header, -8..-5 the ports (BPFMatch),
+// -24 the TCP header's data-offset byte, -16 the payload's length,
+// -104..-69 the full map's key, -120 the payload's offset, -128 the
+// direction (1: an answer), -136 the first 8 bytes of a request, -140 the
+// map's value.
+func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, fullFD int) ebpfasm.Instructions {
+	const (
+		spByte    = -24
+		spPayload = -16
+		spKey     = -104
+		spPayOff  = -120
+		spDir     = -128
+		spPeek    = -136
+		spValue   = -140
+	)
+	r0, r1, r2, r3, r4 := ebpfasm.R0, ebpfasm.R1, ebpfasm.R2, ebpfasm.R3, ebpfasm.R4
+	r6, r7, r8, r9, fp := ebpfasm.R6, ebpfasm.R7, ebpfasm.R8, ebpfasm.R9, ebpfasm.RFP
+	load := func(fail string) ebpfasm.Instructions { // r2 the packet offset, r3 the destination, r4 the length
+		return ebpfasm.Instructions{
+			ebpfasm.Mov.Reg(r1, r6),
+			ebpfasm.FnSkbLoadBytes.Call(),
+			ebpfasm.JNE.Imm(r0, 0, fail),
+		}
+	}
+	// key writes the connection's full-map key on the stack: the client's
+	// address, the server's, the client's port, the server's (addresses in
+	// 16 bytes, IPv4 in the first 4, the rest zero; ports as sent).
+	key := func(label string, clientIsSrc bool) ebpfasm.Instructions {
+		cliAddr4, srvAddr4 := int16(BPFScratch+16), int16(BPFScratch+12)
+		cliAddr6, srvAddr6 := int16(BPFScratch+24), int16(BPFScratch+8)
+		cliPort, srvPort := int16(-6), int16(-8)
+		if clientIsSrc {
+			cliAddr4, srvAddr4, cliAddr6, srvAddr6, cliPort, srvPort = srvAddr4, cliAddr4, srvAddr6, cliAddr6, srvPort, cliPort
+		}
+		p := ebpfasm.Instructions{ebpfasm.StoreImm(fp, spKey, 0, ebpfasm.Word).WithSymbol(label)}
+		for off := int16(spKey + 4); off < spKey+40; off += 4 {
+			p = append(p, ebpfasm.StoreImm(fp, off, 0, ebpfasm.Word))
+		}
+		p = append(p,
+			ebpfasm.JEq.Imm(r8, 6, label+"-v6"),
+			ebpfasm.LoadMem(r2, fp, cliAddr4, ebpfasm.Word),
+			ebpfasm.StoreMem(fp, spKey, r2, ebpfasm.Word),
+			ebpfasm.LoadMem(r2, fp, srvAddr4, ebpfasm.Word),
+			ebpfasm.StoreMem(fp, spKey+16, r2, ebpfasm.Word),
+			ebpfasm.Ja.Label(label+"-ports"),
+			ebpfasm.LoadMem(r2, fp, cliAddr6, ebpfasm.DWord).WithSymbol(label+"-v6"),
+			ebpfasm.StoreMem(fp, spKey, r2, ebpfasm.DWord),
+			ebpfasm.LoadMem(r2, fp, cliAddr6+8, ebpfasm.DWord),
+			ebpfasm.StoreMem(fp, spKey+8, r2, ebpfasm.DWord),
+			ebpfasm.LoadMem(r2, fp, srvAddr6, ebpfasm.DWord),
+			ebpfasm.StoreMem(fp, spKey+16, r2, ebpfasm.DWord),
+			ebpfasm.LoadMem(r2, fp, srvAddr6+8, ebpfasm.DWord),
+			ebpfasm.StoreMem(fp, spKey+24, r2, ebpfasm.DWord),
+			ebpfasm.LoadMem(r2, fp, cliPort, ebpfasm.Half).WithSymbol(label+"-ports"),
+			ebpfasm.StoreMem(fp, spKey+32, r2, ebpfasm.Half),
+			ebpfasm.LoadMem(r2, fp, srvPort, ebpfasm.Half),
+			ebpfasm.StoreMem(fp, spKey+34, r2, ebpfasm.Half),
+			ebpfasm.LoadMapPtr(r1, fullFD),
+			ebpfasm.Mov.Reg(r2, fp),
+			ebpfasm.Add.Imm(r2, spKey),
+		)
+		return p
+	}
+	p := BPFMatch(l2, ports, "answer", "request")
+	p = append(p,
+		ebpfasm.StoreImm(fp, spDir, 1, ebpfasm.Word).WithSymbol("answer"),
+		ebpfasm.Ja.Label("tcp-offset"),
+		ebpfasm.StoreImm(fp, spDir, 0, ebpfasm.Word).WithSymbol("request"),
+		// The payload starts after the TCP header's data offset.
+		ebpfasm.Mov.Reg(r2, r7).WithSymbol("tcp-offset"),
+		ebpfasm.Add.Imm(r2, 12),
+		ebpfasm.Mov.Reg(r3, fp),
+		ebpfasm.Add.Imm(r3, spByte),
+		ebpfasm.Mov.Imm(r4, 1),
+	)
+	p = append(p, load(BPFNext)...)
+	p = append(p,
+		ebpfasm.LoadMem(r2, fp, spByte, ebpfasm.Byte),
+		ebpfasm.RSh.Imm(r2, 4),
+		ebpfasm.LSh.Imm(r2, 2),
+		ebpfasm.Add.Reg(r2, r7),
+		ebpfasm.StoreMem(fp, spPayOff, r2, ebpfasm.DWord),
+		ebpfasm.LoadMem(r3, r6, BPFSkbLen, ebpfasm.Word),
+		ebpfasm.JGT.Reg(r2, r3, BPFNext),
+		ebpfasm.Sub.Reg(r3, r2),
+		ebpfasm.StoreMem(fp, spPayload, r3, ebpfasm.DWord),
+		ebpfasm.LoadMem(r4, fp, spDir, ebpfasm.Word),
+		ebpfasm.JEq.Imm(r4, 0, "peek"),
+		// An answer: whole when short, or when its connection is in the map.
+		ebpfasm.JLE.Imm(r3, head+tail, "whole"),
+	)
+	p = append(p, key("answer-key", false)...)
+	p = append(p,
+		ebpfasm.FnMapLookupElem.Call(),
+		ebpfasm.JNE.Imm(r0, 0, "whole"),
+		ebpfasm.Ja.Label("cut"),
+		// A request: a handshake response asking for compression or TLS
+		// puts the connection in the map.
+		ebpfasm.JLT.Imm(r3, 8, "whole").WithSymbol("peek"),
+		ebpfasm.LoadMem(r2, fp, spPayOff, ebpfasm.DWord),
+		ebpfasm.Mov.Reg(r3, fp),
+		ebpfasm.Add.Imm(r3, spPeek),
+		ebpfasm.Mov.Imm(r4, 8),
+	)
+	p = append(p, load("whole")...)
+	p = append(p,
+		ebpfasm.LoadMem(r2, fp, spPeek+3, ebpfasm.Byte),
+		ebpfasm.JNE.Imm(r2, 1, "whole"),
+		ebpfasm.LoadMem(r2, fp, spPeek+4, ebpfasm.Word), // little-endian hosts: the flags as the client wrote them
+		ebpfasm.And.Imm(r2, int32(fullPayloadCaps)),
+		ebpfasm.JEq.Imm(r2, 0, "whole"),
+		ebpfasm.LoadMem(r2, fp, spPeek, ebpfasm.Word),
+		ebpfasm.And.Imm(r2, 0xffffff),
+		ebpfasm.LoadMem(r3, fp, spPayload, ebpfasm.DWord),
+		ebpfasm.Sub.Imm(r3, 4),
+		ebpfasm.JNE.Reg(r2, r3, "whole"),
+	)
+	p = append(p, key("request-key", true)...)
+	p = append(p,
+		ebpfasm.StoreImm(fp, spValue, 1, ebpfasm.Word),
+		ebpfasm.Mov.Reg(r3, fp),
+		ebpfasm.Add.Imm(r3, spValue),
+		ebpfasm.Mov.Imm(r4, 0), // BPF_ANY
+		ebpfasm.FnMapUpdateElem.Call(),
+		// Whole: the IP packet from its header on.
+		ebpfasm.LoadMem(r7, r6, BPFSkbLen, ebpfasm.Word).WithSymbol("whole"),
+		ebpfasm.Sub.Imm(r7, l2),
+		ebpfasm.JSLT.Imm(r7, 1, BPFNext),
+	)
+	p = append(p, BPFReserveClass("reserve", r7, recordClasses, recordHeader, ringFD, "fill", BPFNext)...)
+	// fill writes the record's header (the time, the payload's length, r7
+	// bytes copied from the IP header on, tail bytes after) and copies the r7.
+	fill := func(label string, tail int32) ebpfasm.Instructions {
+		p := ebpfasm.Instructions{
+			ebpfasm.FnKtimeGetNs.Call().WithSymbol(label),
+			ebpfasm.StoreMem(r9, 0, r0, ebpfasm.DWord),
+			ebpfasm.LoadMem(r2, fp, spPayload, ebpfasm.DWord),
+			ebpfasm.StoreMem(r9, 8, r2, ebpfasm.Word),
+			ebpfasm.StoreMem(r9, 12, r7, ebpfasm.Word),
+			ebpfasm.StoreImm(r9, 16, int64(tail), ebpfasm.Word),
+			ebpfasm.Mov.Imm(r2, l2),
+			ebpfasm.Mov.Reg(r3, r9),
+			ebpfasm.Add.Imm(r3, recordHeader),
+			ebpfasm.Mov.Reg(r4, r7),
+		}
+		return append(p, load("discard")...)
+	}
+	p = append(p, fill("fill", 0)...)
+	p = append(p,
+		ebpfasm.Ja.Label("submit"),
+		// Cut: the headers and the head, then the tail at its fixed place.
+		ebpfasm.LoadMapPtr(r1, ringFD).WithSymbol("cut"),
+		ebpfasm.Mov.Imm(r2, cutRecordSize(head, tail)),
+		ebpfasm.Mov.Imm(r3, 0),
+		ebpfasm.FnRingbufReserve.Call(),
+		ebpfasm.JEq.Imm(r0, 0, BPFDrop),
+		ebpfasm.Mov.Reg(r9, r0),
+		ebpfasm.LoadMem(r7, fp, spPayOff, ebpfasm.DWord),
+		ebpfasm.Sub.Imm(r7, l2),
+		ebpfasm.Add.Imm(r7, head),
+		ebpfasm.JGT.Imm(r7, recordMaxHeaders+head, "discard"),
+		ebpfasm.JLT.Imm(r7, 1, "discard"),
+	)
+	p = append(p, fill("fill-cut", tail)...)
+	p = append(p,
+		ebpfasm.LoadMem(r2, r6, BPFSkbLen, ebpfasm.Word),
+		ebpfasm.Sub.Imm(r2, tail),
+		ebpfasm.Mov.Reg(r3, r9),
+		ebpfasm.Add.Imm(r3, recordHeader+recordMaxHeaders+head),
+		ebpfasm.Mov.Imm(r4, tail),
+	)
+	p = append(p, load("discard")...)
+	p = append(p, ebpfasm.Ja.Label("submit"))
+	p = append(p, BPFDiscard("discard")...)
+	p = append(p, BPFSubmit("submit", ringFD, BPFWakeBytes)...)
+	return append(p, BPFCountAndExit(dropsFD)...)
+}

@@ -1,0 +1,125 @@
+//go:build linux
+
+package capture
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	ebpfasm "github.com/cilium/ebpf/asm"
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// The header-only live capture: a program at the interface's tc hook
+// (ebpfprog.go) hands over one record per packet of the ports (requests
+// whole, answers whole up to headBytes+tailBytes of payload, longer ones
+// cut to their first headBytes and last tailBytes), read in place from a
+// BPF ring buffer by one goroutine that drives the same tracker and
+// decoder as the AF_PACKET ring (headmode.go says what a cut answer
+// leaves unknown).
+const (
+	headBytes = 1024
+	tailBytes = 128
+	// ebpfPoll is the reader's timer: the program wakes it only when a
+	// megabyte waits, so records wait at most this long (the AF_PACKET
+	// ring's block timeout).
+	ebpfPoll = 100 * time.Millisecond
+	// fullMapSize bounds the connections in the full map (an LRU map).
+	fullMapSize = 65536
+)
+
+// EBPF is an open header-only capture on one interface.
+type EBPF struct {
+	opts   LiveOptions
+	ring   *BPFRing
+	full   *ebpf.Map
+	iface  string
+	closed sync.Once
+}
+
+// OpenEBPF loads and attaches the header-only program on iface for the
+// server ports. It needs CAP_BPF and CAP_NET_ADMIN (root) and a kernel
+// with BPF ring buffers (5.8+); tcx (6.6+) or a clsact qdisc.
+func OpenEBPF(iface string, opts LiveOptions) (*EBPF, error) {
+	return openEBPF(iface, opts, false)
+}
+
+func openEBPF(iface string, opts LiveOptions, forceClsact bool) (*EBPF, error) {
+	opts.Options = opts.Options.withDefaults()
+	if opts.RingMB <= 0 {
+		opts.RingMB = DefaultRingMB
+	}
+	if iface == "" || iface == "any" {
+		return nil, errors.New("live capture needs one interface (e.g. lo, eth0), not \"any\"")
+	}
+	if len(opts.Ports) > 32 {
+		return nil, errors.New("ebpf capture: at most 32 ports")
+	}
+	full, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: uint32(len(fullKey{})), ValueSize: 4, MaxEntries: fullMapSize})
+	if err != nil {
+		return nil, fmt.Errorf("creating the full-payload map (needs CAP_BPF): %w", err)
+	}
+	ring, err := attachBPF(iface, opts.RingMB, func(l2 int32, ringFD, dropsFD int) ebpfasm.Instructions {
+		return headerProgram(l2, opts.Ports, headBytes, tailBytes, ringFD, dropsFD, full.FD())
+	}, forceClsact)
+	if err != nil {
+		full.Close()
+		return nil, err
+	}
+	return &EBPF{opts: opts, ring: ring, full: full, iface: iface}, nil
+}
+
+// Describe says which capture this is.
+func (e *EBPF) Describe() string {
+	return fmt.Sprintf("eBPF header-only (%s on %s; answers past %d+%d bytes cut)", e.ring.Hook, e.iface, headBytes, tailBytes)
+}
+
+// Close detaches the program and releases the maps. Run closes it too.
+func (e *EBPF) Close() error {
+	e.closed.Do(e.release)
+	return nil
+}
+
+func (e *EBPF) release() { e.ring.Close(); e.full.Close() }
+
+// Run captures until ctx ends, calling emit for every statement, as
+// Live.Run does: records are decoded in place, on the goroutine that
+// reads them.
+func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, error) {
+	defer e.Close()
+	t := NewTracker(e.opts.Options, emit)
+	t.heads, t.full = true, e.setFull
+	read := func(rec []byte) {
+		t.Record(rec, headBytes, e.ring.WallUS(int64(binary.NativeEndian.Uint64(rec))))
+	}
+	for ctx.Err() == nil {
+		if e.ring.Each(recordHeader, read) == 0 {
+			e.ring.Wait(ebpfPoll)
+		}
+	}
+	e.ring.Each(recordHeader, read) // what the program wrote before the stop
+	t.Close(time.Now().UnixMicro())
+	t.stats.KernelDrops = e.ring.Dropped()
+	st := t.Stats()
+	st.Source = "ebpf (" + e.ring.Hook + ")"
+	return st, nil
+}
+
+// setFull puts a connection in the program's full map, or takes it out.
+func (e *EBPF) setFull(key flowKey, clientIsA, on bool) {
+	cli, srv := key.a, key.b
+	if !clientIsA {
+		cli, srv = srv, cli
+	}
+	k := fullKeyOf(cli, srv)
+	if on {
+		_ = e.full.Put(k, uint32(1)) // a failure leaves the answers cut: said by their notes
+		return
+	}
+	_ = e.full.Delete(k)
+}
