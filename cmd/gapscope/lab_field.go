@@ -47,16 +47,10 @@ python3-mysqldb, libdbd-mysql-perl and mariadb-client
 					Field *lab.FieldReport `json:"field"`
 				}{r, rep})
 			}
-			if err := writeLabText(c.OutOrStdout(), r); err != nil {
+			if err := r.WriteText(c.OutOrStdout()); err != nil {
 				return err
 			}
-			held := 0
-			for _, fc := range rep.Conditions {
-				if fc.Holds {
-					held++
-				}
-			}
-			_, err = fmt.Fprintf(c.OutOrStdout(), "%d of %d conditions hold\n", held, len(rep.Conditions))
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%d of %d conditions hold\n", rep.Held(), len(rep.Conditions))
 			return err
 		},
 	}

@@ -52,7 +52,7 @@ full-length measurement.`,
 			if err := res.Overhead.WriteText(out); err != nil {
 				return err
 			}
-			return writeLabText(out, &res.Result)
+			return res.Result.WriteText(out)
 		},
 	}
 	f.add(cmd)

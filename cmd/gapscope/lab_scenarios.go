@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/gapscope/gapscope/internal/lab"
@@ -138,18 +137,5 @@ func runLab(ctx context.Context, out, errOut io.Writer, f labFlags, run func(con
 	if f.format == "json" {
 		return report.WriteJSON(out, res)
 	}
-	return writeLabText(out, res)
-}
-
-func writeLabText(out io.Writer, r *lab.Result) error {
-	fmt.Fprintf(out, "\ngapscope lab %s (%s, %s)\n\nsettings: %v\n\nwhat gapscope saw:\n", r.Scenario, r.Server, r.Elapsed.Round(100_000_000), r.Settings)
-	for _, s := range r.Seen {
-		fmt.Fprintf(out, "  - %s\n", s)
-	}
-	fmt.Fprintln(out, "\nfindings:")
-	if err := report.WriteFindingsBrief(out, r.Findings); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(out, "\n(--format json shows every statement and all the evidence)")
-	return err
+	return res.WriteText(out)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/probe"
+	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/workload"
 )
@@ -202,14 +203,14 @@ func (o ConcurrencyOptions) progress(ramp string, n int, pts []probe.Point) {
 	}
 	for _, p := range pts {
 		fmt.Fprintf(o.Progress, "    %-26s load %2d: canary median %-9s max %-9s Threads_running %5.1f  pool queue %4.1f\n",
-			ramp, n, us(p.MedianUS), us(p.MaxUS), p.ThreadsRunning, p.PoolQueue)
+			ramp, n, report.Micros(p.MedianUS), report.Micros(p.MaxUS), p.ThreadsRunning, p.PoolQueue)
 	}
 }
 
 // describeRamp renders a ramp's outcome for Result.Seen.
 func describeRamp(rp ConcurrencyRamp) []string {
 	lines := []string{fmt.Sprintf("%s: %d probe runs, latency from %s to %s, Threads_running %.1f to %.1f",
-		rp.Name, len(rp.Series.Points), us(minMedian(rp.Series)), us(maxMedian(rp.Series)),
+		rp.Name, len(rp.Series.Points), report.Micros(minMedian(rp.Series)), report.Micros(maxMedian(rp.Series)),
 		minRunning(rp.Series), rp.Knee.MaxThreads)}
 	k := rp.Knee
 	if !k.Found {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/watch"
 )
@@ -72,7 +73,7 @@ func connEvents(events []event.Statement, rec ClientRecord) []string {
 	for _, s := range events {
 		if s.ConnID == rec.ConnID && rec.ConnID != 0 {
 			out = append(out, fmt.Sprintf("%s at %+dµs of the client's call, %d B request, joined %v, reason %q, client %s, server %s",
-				s.Cmd, s.TReqFirst-rec.StartUS, s.ReqBytes, s.Joined, watch.UnjoinedReason(&s), us(s.ClientUS), us(s.ServerUS)))
+				s.Cmd, s.TReqFirst-rec.StartUS, s.ReqBytes, s.Joined, watch.UnjoinedReason(&s), report.Micros(s.ClientUS), report.Micros(s.ServerUS)))
 		}
 	}
 	return out
@@ -500,7 +501,7 @@ func (rep *FieldReport) Lines() []string {
 // Line is the client's time beside watch's parts.
 func (st FieldStatement) Line() string {
 	c := st.Client
-	client := "client " + us(c.ClientUS)
+	client := "client " + report.Micros(c.ClientUS)
 	if c.Error != 0 {
 		client += fmt.Sprintf(" (error %d)", c.Error)
 	}
@@ -512,11 +513,11 @@ func (st FieldStatement) Line() string {
 	switch {
 	case s.Joined:
 		w = fmt.Sprintf("joined: client %s = request %s + queue %s + exec %s + stall %s + delivery %s (server %s)",
-			us(s.ClientUS), us(s.RequestUS), us(s.QueueUS), us(s.ExecUS), us(s.SendStallUS), us(s.DeliveryUS), us(s.ServerUS))
+			report.Micros(s.ClientUS), report.Micros(s.RequestUS), report.Micros(s.QueueUS), report.Micros(s.ExecUS), report.Micros(s.SendStallUS), report.Micros(s.DeliveryUS), report.Micros(s.ServerUS))
 	case s.Why.ServerOnly():
-		w = fmt.Sprintf("server only (%s): server %s", s.Why, us(s.ServerUS))
+		w = fmt.Sprintf("server only (%s): server %s", s.Why, report.Micros(s.ServerUS))
 	default:
-		w = fmt.Sprintf("not joined (%s): client %s", watch.UnjoinedReason(s), us(s.ClientUS))
+		w = fmt.Sprintf("not joined (%s): client %s", watch.UnjoinedReason(s), report.Micros(s.ClientUS))
 	}
 	if s.Error != nil {
 		w += fmt.Sprintf(" error %d", s.Error.Code)
@@ -597,7 +598,7 @@ func (c *FieldCondition) othersTrue() {
 	for _, s := range c.Others {
 		if r := watch.UnjoinedReason(&s); r != event.NoResponse && r != event.UnixSocket {
 			c.problem("conn %d: an event the client did not send as a statement (%s, %d B request, %d B response, client %s), unjoined with reason %s",
-				s.ConnID, s.Cmd, s.ReqBytes, s.RespBytes, us(s.ClientUS), r)
+				s.ConnID, s.Cmd, s.ReqBytes, s.RespBytes, report.Micros(s.ClientUS), r)
 		}
 	}
 }

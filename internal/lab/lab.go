@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/watch"
 )
@@ -122,14 +123,10 @@ func findStatement(window []event.Statement, connID uint64, afterUS int64) (even
 // describe renders a statement's decomposition in one line.
 func describe(s event.Statement) string {
 	if !s.Joined {
-		return fmt.Sprintf("client %s (not joined with the server)", us(s.ClientUS))
+		return fmt.Sprintf("client %s (not joined with the server)", report.Micros(s.ClientUS))
 	}
 	return fmt.Sprintf("client %s = request %s + queue %s + exec %s + stall %s + delivery %s (server recorded %s)",
-		us(s.ClientUS), us(s.RequestUS), us(s.QueueUS), us(s.ExecUS), us(s.SendStallUS), us(s.DeliveryUS), us(s.ServerUS))
-}
-
-func us(v int64) string {
-	return (time.Duration(v) * time.Microsecond).Round(10 * time.Microsecond).String()
+		report.Micros(s.ClientUS), report.Micros(s.RequestUS), report.Micros(s.QueueUS), report.Micros(s.ExecUS), report.Micros(s.SendStallUS), report.Micros(s.DeliveryUS), report.Micros(s.ServerUS))
 }
 
 // monitorUser is the least-privileged account labs run gapscope with, as a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/plans"
+	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/sqltext"
 )
@@ -207,7 +208,7 @@ func (f *flipRun) usual(ctx context.Context, c *plans.Catcher) error {
 		}
 		if p, ok := lastCaught(c, "usual"); ok {
 			f.r.Seen = append(f.r.Seen, fmt.Sprintf("usual plan (EXPLAIN of a fast execution, %s at the client): %s, rows %v",
-				us(s.ClientUS), p.Signature, p.Plan.Estimates()))
+				report.Micros(s.ClientUS), p.Signature, p.Plan.Estimates()))
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -260,7 +261,7 @@ func (f *flipRun) fix(ctx context.Context, c *plans.Catcher) ([]event.Finding, e
 		}
 		open := planFlips(c.Findings())
 		if len(open) == 0 {
-			f.r.Seen = append(f.r.Seen, fmt.Sprintf("after ANALYZE TABLE: the query runs in %s again and the PLAN_FLIP cleared (a later execution plans as usual)", us(s.ClientUS)))
+			f.r.Seen = append(f.r.Seen, fmt.Sprintf("after ANALYZE TABLE: the query runs in %s again and the PLAN_FLIP cleared (a later execution plans as usual)", report.Micros(s.ClientUS)))
 			return open, nil
 		}
 		if time.Now().After(deadline) {

@@ -22,6 +22,7 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/netlab"
+	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/go-sql-driver/mysql"
@@ -483,16 +484,16 @@ func median(v []int64) int64 {
 func describeRemote(s *RemoteSummary) []string {
 	pm := func(name string, m PartsMedians) string {
 		return fmt.Sprintf("%s: %d seen, %d joined; medians client %s = request %s + queue %s + exec %s + delivery %s (request+delivery %s, max queue %s; the server recorded %s)",
-			name, m.Seen, m.Joined, us(m.ClientUS), us(m.RequestUS), us(m.QueueUS), us(m.ExecUS), us(m.DeliveryUS), us(m.TransferUS), us(m.MaxQueueUS), us(m.ServerUS))
+			name, m.Seen, m.Joined, report.Micros(m.ClientUS), report.Micros(m.RequestUS), report.Micros(m.QueueUS), report.Micros(m.ExecUS), report.Micros(m.DeliveryUS), report.Micros(m.TransferUS), report.Micros(m.MaxQueueUS), report.Micros(m.ServerUS))
 	}
 	return []string{
 		fmt.Sprintf("capture point: %s; round trip to the server measured from TCP %s (samples stray %s); the kernel's for the same sockets %s",
-			s.CapturePoint, us(s.PathRTTUS), us(s.PathSpreadUS), us(s.KernelMinRTTUS)),
-		fmt.Sprintf("clock calibration: ±%dµs (markers' round trip %s, each way assumed half)", s.ClockErrorUS, us(s.ClockPathRTTUS)),
+			s.CapturePoint, report.Micros(s.PathRTTUS), report.Micros(s.PathSpreadUS), report.Micros(s.KernelMinRTTUS)),
+		fmt.Sprintf("clock calibration: ±%dµs (markers' round trip %s, each way assumed half)", s.ClockErrorUS, report.Micros(s.ClockPathRTTUS)),
 		pm("point selects", s.PointSelects),
 		pm(sleepSQL, s.Sleeps),
 		fmt.Sprintf("statements whose parts do not sum to client_us: %d", s.SumMismatches),
 		fmt.Sprintf("against a capture on the server's side of the link: %d statements matched, %d with a queue the server side does not show (max excess %s), %d queues of 10 ms or more confirmed by the server side",
-			s.Witness.Matched, s.Witness.Exceeding, us(s.Witness.MaxExcessUS), s.Witness.Confirmed),
+			s.Witness.Matched, s.Witness.Exceeding, report.Micros(s.Witness.MaxExcessUS), s.Witness.Confirmed),
 	}
 }
