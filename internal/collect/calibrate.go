@@ -17,7 +17,7 @@ var ErrNoStatementHistory = errors.New("performance_schema keeps no statement hi
 	"and events_statements_history consumers (UPDATE performance_schema.setup_consumers SET ENABLED='YES' " +
 	"WHERE NAME IN ('events_statements_current','events_statements_history'))")
 
-// CalibrateOptions tune Calibrate.
+// CalibrateOptions tune CalibrateWith; the zero value is the default.
 type CalibrateOptions struct {
 	// Rounds is how many marker round trips to make (default 16).
 	Rounds int
@@ -26,12 +26,6 @@ type CalibrateOptions struct {
 	KeepWaitTimer bool
 	// Now is the wall clock (time.Now when nil), for tests.
 	Now func() time.Time
-}
-
-// Calibrate finds the Unix origin of the statement timers with the default
-// options. See CalibrateWith.
-func Calibrate(ctx context.Context, db *sql.DB) (Clock, error) {
-	return CalibrateWith(ctx, db, CalibrateOptions{})
 }
 
 // CalibrateWith finds the Unix origin of performance_schema's statement

@@ -15,7 +15,7 @@ func calibrate(t *testing.T) Clock {
 	db := monitor(t)
 	var best Clock
 	for i := 0; i < 3; i++ {
-		c, err := Calibrate(context.Background(), db)
+		c, err := CalibrateWith(context.Background(), db, CalibrateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

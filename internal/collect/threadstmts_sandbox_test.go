@@ -23,7 +23,7 @@ func TestThreadStatementsAndExceptBelowSandbox(t *testing.T) {
 	cur.ExceptBelow(10 * time.Millisecond)
 	execAll(t, conn, "SELECT 'fast one'", "SELECT SLEEP(0.05)")
 	waitSQLInHistory(t, id, "SELECT SLEEP(0.05)")
-	clock, err := Calibrate(ctx, db)
+	clock, err := CalibrateWith(ctx, db, CalibrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestThreadStatementsAndExceptBelowSandbox(t *testing.T) {
 func TestThreadStatementsFromHistoryLongSandbox(t *testing.T) {
 	db := monitor(t)
 	ctx := context.Background()
-	clock, err := Calibrate(ctx, db)
+	clock, err := CalibrateWith(ctx, db, CalibrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestThreadStatementsFromHistoryLongSandbox(t *testing.T) {
 func TestReadRunningSandbox(t *testing.T) {
 	db := monitor(t)
 	ctx := context.Background()
-	clock, err := Calibrate(ctx, db)
+	clock, err := CalibrateWith(ctx, db, CalibrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

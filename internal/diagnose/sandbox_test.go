@@ -146,8 +146,8 @@ func TestCheckRulesOnDefaultMariaDB(t *testing.T) {
 			t.Errorf("default MariaDB: %s missing in %v", want, codes(fs))
 		}
 	}
-	if _, err := collect.Calibrate(context.Background(), root); err != collect.ErrNoStatementHistory {
-		t.Errorf("Calibrate on default MariaDB: %v, want ErrNoStatementHistory", err)
+	if _, err := collect.CalibrateWith(context.Background(), root, collect.CalibrateOptions{}); err != collect.ErrNoStatementHistory {
+		t.Errorf("CalibrateWith on default MariaDB: %v, want ErrNoStatementHistory", err)
 	}
 	fix := find(fs, CodeMissingConsumers).Fix
 	if _, err := root.Exec(strings.SplitN(fix, ";", 2)[0]); err != nil {
@@ -156,7 +156,7 @@ func TestCheckRulesOnDefaultMariaDB(t *testing.T) {
 	if f := find(checkServer(t, root), CodeMissingConsumers); f != nil {
 		t.Errorf("MISSING_CONSUMERS still reported after its fix: %s", f.Summary)
 	}
-	if _, err := collect.Calibrate(context.Background(), root); err != nil {
+	if _, err := collect.CalibrateWith(context.Background(), root, collect.CalibrateOptions{}); err != nil {
 		t.Errorf("Calibrate after the fix: %v", err)
 	}
 	for _, q := range fixSQL.FindAllString(find(fs, CodeExcessGrants).Fix, -1) {

@@ -271,7 +271,7 @@ func TestJoinRealServer(t *testing.T) {
 	mon := openDB(t, inst, "")
 	mustExec(t, mon, "CREATE DATABASE IF NOT EXISTS jreal", "CREATE TABLE IF NOT EXISTS jreal.t (id INT PRIMARY KEY, v INT)",
 		"INSERT IGNORE INTO jreal.t VALUES (1, 1), (2, 2)")
-	clock, err := collect.Calibrate(ctx, mon)
+	clock, err := collect.CalibrateWith(ctx, mon, collect.CalibrateOptions{})
 	if err != nil {
 		t.Fatalf("calibrating: %v", err)
 	}
