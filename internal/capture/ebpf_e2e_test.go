@@ -27,6 +27,24 @@ func ebpfUnavailable(err error) bool {
 	return errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS)
 }
 
+// openTestEBPF opens the eBPF capture on lo, skipping only where the kernel
+// or the capabilities do not allow it.
+func openTestEBPF(t *testing.T, opts LiveOptions) *EBPF {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the eBPF capture needs CAP_BPF and CAP_NET_ADMIN (root)")
+	}
+	e, err := OpenEBPF("lo", opts)
+	if ebpfUnavailable(err) {
+		t.Skipf("no eBPF capture on this kernel or without these capabilities: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 // running is a capture started by startSource: its statements once it
 // stopped, and a channel that gets every statement's SQL as it comes.
 type running struct {
@@ -87,21 +105,10 @@ func (r *running) await(t *testing.T, marker string) {
 // unknown; times in order and a slow statement as slow as it was.
 func TestEndToEndEBPF(t *testing.T) {
 	inst := server(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the eBPF capture needs CAP_BPF and CAP_NET_ADMIN (root)")
-	}
-	port := uint16(inst.Port)
-	opts := LiveOptions{Options: Options{Ports: []uint16{port}, KeepLiterals: true}}
-	e, err := OpenEBPF("lo", opts)
-	if ebpfUnavailable(err) {
-		t.Skipf("no eBPF capture on this kernel or without these capabilities: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := LiveOptions{Options: Options{Ports: []uint16{uint16(inst.Port)}, KeepLiterals: true}}
+	e := openTestEBPF(t, opts)
 	l, err := OpenLive("lo", opts)
 	if err != nil {
-		e.Close()
 		t.Fatal(err)
 	}
 	eb, pk := startSource(t, e), startSource(t, l)

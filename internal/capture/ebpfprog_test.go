@@ -4,7 +4,6 @@ package capture
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -22,17 +21,7 @@ import (
 // compression puts its connection in the full map, whose long answers are
 // then whole, and only that connection's.
 func TestHeaderProgramRecords(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the eBPF capture needs CAP_BPF and CAP_NET_ADMIN (root)")
-	}
-	e, err := OpenEBPF("lo", LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
-	if ebpfUnavailable(err) {
-		t.Skipf("no eBPF capture on this kernel or without these capabilities: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openTestEBPF(t, LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
 	long := bytes.Repeat([]byte("abcdefghij"), 300)
 	for _, addrs := range [][3]string{
 		{"10.0.0.1:40000", "10.0.0.1:40002", "10.0.0.2:3306"},
@@ -124,21 +113,8 @@ func TestHeaderProgramClsact(t *testing.T) {
 	if e.ring.Hook != "clsact" {
 		t.Errorf("hook %q, want clsact", e.ring.Hook)
 	}
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			io.Copy(c, c)
-			c.Close()
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
 	payload := bytes.Repeat([]byte("x"), 3000)
-	c.Write(payload)
-	io.ReadFull(c, make([]byte, len(payload)))
-	c.Close()
+	echo(t, ln, payload)
 	time.Sleep(20 * time.Millisecond)
 	var whole, cut int
 	e.ring.Each(recordHeader, func(rec []byte) {

@@ -136,7 +136,10 @@ func liveListener(tb testing.TB) (net.Listener, uint16) {
 const echoMsg = "only this connection may be captured\n"
 
 // echoOnce opens a connection to ln, sends a line and reads it back.
-func echoOnce(t *testing.T, ln net.Listener) {
+func echoOnce(t *testing.T, ln net.Listener) { echo(t, ln, []byte(echoMsg)) }
+
+// echo opens a connection to ln, sends msg and reads it back.
+func echo(t *testing.T, ln net.Listener, msg []byte) {
 	t.Helper()
 	go func() {
 		c, err := ln.Accept()
@@ -150,7 +153,6 @@ func echoOnce(t *testing.T, ln net.Listener) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	msg := []byte(echoMsg)
 	if _, err := c.Write(msg); err != nil {
 		t.Fatal(err)
 	}
