@@ -1,6 +1,10 @@
 package plans
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/gapscope/gapscope/internal/sqltext"
+)
 
 // Verdict is what the guard decided about one statement text.
 type Verdict struct {
@@ -101,87 +105,33 @@ func firstWord(toks []token) string {
 }
 
 // token is one lexical unit: a word (keyword or unquoted name), or one
-// punctuation mark; quoted strings and names are dropped (their content
-// cannot change what the statement does), comments too. exec marks the
-// content of an executable comment /*! ... */, which the server runs.
+// punctuation mark; quoted strings and names stand as their opening quote
+// (their content cannot change what the statement does), comments are
+// dropped. exec marks the start of an executable comment /*! ... */,
+// which the server runs.
 type token struct {
 	text, lower string
 	word, exec  bool
 }
 
-// lex splits sql into tokens. It never fails: unterminated strings or
-// comments end the input.
+// lex splits sql into tokens with sqltext's lexer, the normalizer's. It
+// never fails: unterminated strings or comments end the input.
 func lex(sql string) []token {
 	var out []token
-	for i := 0; i < len(sql); {
-		c := sql[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
-			i++
-		case c == '#' || (c == '-' && strings.HasPrefix(sql[i:], "-- ")) || (c == '-' && strings.HasPrefix(sql[i:], "--\t")):
-			i = skipLine(sql, i)
-		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
-			var exec bool
-			i, exec = skipComment(sql, i)
-			if exec {
-				out = append(out, token{text: "/*!", exec: true})
-			}
-		case c == '\'' || c == '"' || c == '`':
-			i = skipQuoted(sql, i, c)
-			out = append(out, token{text: string(c)})
-		case isWordByte(c):
-			j := i
-			for j < len(sql) && isWordByte(sql[j]) {
-				j++
-			}
-			w := sql[i:j]
-			out = append(out, token{text: w, lower: strings.ToLower(w), word: true})
-			i = j
-		case c == ':' && strings.HasPrefix(sql[i:], ":="):
-			out = append(out, token{text: ":="})
-			i += 2
+	inExec := false
+	for _, t := range sqltext.Tokens(sql) {
+		if t.Exec && !inExec {
+			out = append(out, token{text: "/*!", exec: true})
+		}
+		inExec = t.Exec
+		switch t.Kind {
+		case sqltext.Word:
+			out = append(out, token{text: t.Text, lower: strings.ToLower(t.Text), word: true})
+		case sqltext.Name:
+			out = append(out, token{text: "`"})
 		default:
-			out = append(out, token{text: sql[i : i+1]})
-			i++
+			out = append(out, token{text: t.Text})
 		}
 	}
 	return out
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || c == '$' || c == '@' || c >= 0x80 ||
-		(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-}
-
-func skipLine(s string, i int) int {
-	if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-		return i + j + 1
-	}
-	return len(s)
-}
-
-// skipComment skips /* ... */ and reports whether it was executable
-// (/*! or /*M!), whose content the server runs as SQL.
-func skipComment(s string, i int) (int, bool) {
-	exec := strings.HasPrefix(s[i:], "/*!") || strings.HasPrefix(s[i:], "/*M!")
-	if j := strings.Index(s[i+2:], "*/"); j >= 0 {
-		return i + 2 + j + 2, exec
-	}
-	return len(s), exec
-}
-
-// skipQuoted skips a quoted string or name, honouring doubled quotes and
-// backslash escapes (inside strings; names have no escapes).
-func skipQuoted(s string, i int, q byte) int {
-	for j := i + 1; j < len(s); j++ {
-		switch {
-		case s[j] == '\\' && q != '`':
-			j++
-		case s[j] == q && j+1 < len(s) && s[j+1] == q:
-			j++
-		case s[j] == q:
-			return j + 1
-		}
-	}
-	return len(s)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // TableStatistics is what the optimizer believes about one table, from
@@ -155,24 +156,12 @@ func identifiers(sql string) []string {
 	return out
 }
 
-// lexNames is lex keeping backquoted names as words.
+// lexNames is the text of sql's tokens, backquoted names unquoted.
 func lexNames(sql string) []string {
-	var out []string
-	for i := 0; i < len(sql); {
-		if sql[i] == '`' {
-			j := skipQuoted(sql, i, '`')
-			out = append(out, strings.ReplaceAll(strings.Trim(sql[i:j], "`"), "``", "`"))
-			i = j
-			continue
-		}
-		j := i + 1
-		for j < len(sql) && sql[j] != '`' {
-			j++
-		}
-		for _, t := range lex(sql[i:j]) {
-			out = append(out, t.text)
-		}
-		i = j
+	toks := sqltext.Tokens(sql)
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.Text
 	}
 	return out
 }

@@ -18,10 +18,12 @@ const (
 )
 
 // token is a half-open byte range of the source. For kWord from a backtick
-// identifier the range excludes the backticks.
+// identifier the range excludes the backticks and ticked is set. exec marks
+// a token inside an executable comment.
 type token struct {
-	kind       kind
-	start, end int
+	kind         kind
+	exec, ticked bool
+	start, end   int
 }
 
 type lexer struct {
@@ -59,7 +61,7 @@ func lex(toks []token, src []byte) []token {
 }
 
 func (l *lexer) emit(k kind, start, end int) {
-	l.toks = append(l.toks, token{k, start, end})
+	l.toks = append(l.toks, token{kind: k, exec: l.inExec, start: start, end: end})
 }
 
 // step consumes one token, comment or run of whitespace.
@@ -170,6 +172,7 @@ func (l *lexer) backtick() {
 	l.pos = end
 	if end-start >= 3 && s[end-1] == '`' && simpleName(s[start+1:end-1]) {
 		l.emit(kWord, start+1, end-1)
+		l.toks[len(l.toks)-1].ticked = true
 		return
 	}
 	l.emit(kQuoted, start, end)
