@@ -252,6 +252,12 @@ func TestJSONAbsentOnlyAsDocumented(t *testing.T) {
 			t.Errorf("digest: no fixture writes %s as 0: the fixtures do not exercise a known 0", k)
 		}
 	}
+	// percona-5.7.log: a class whose statement had InnoDB_queue_wait: 0,
+	// and one with "No InnoDB statistics available for this query".
+	if w.zeros["profile:digests[].plan.innodb_queue_wait_us"] == 0 || w.absent["profile:digests[].plan.innodb_io_r_ops"] == 0 {
+		t.Errorf("digest: a plan's engine counters: written as 0 %d times, left out %d times; want both (percona-5.7.log)",
+			w.zeros["profile:digests[].plan.innodb_queue_wait_us"], w.absent["profile:digests[].plan.innodb_io_r_ops"])
+	}
 
 	w = newJSONWalk(t, "analyze", allowed)
 	captures, _ := filepath.Glob("../../testdata/captures/*.pcap*.gz")

@@ -46,7 +46,7 @@ type watchFlags struct {
 	cpuProfile, memProfile    string
 	top                       int
 	exp                       exportFlags
-	capturePoint              string
+	capturePoint, source      string
 	storeMax, eventsMax       byteSize
 	storeRetain               retention
 	storeSample, eventsKeep   int
@@ -119,6 +119,7 @@ time there outgrows the smallest row takes that row's place.`,
 	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go heap profile of gapscope itself to this file on exit, and to FILE.1, FILE.2... on each SIGUSR1 (diff two with go tool pprof -base)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
 	f.exp.register(fl)
+	fl.StringVar(&f.source, "capture", "", "live capture: packet (the AF_PACKET ring, every byte), ebpf (a header-only eBPF program: cheaper; a long answer's rows unknown unless joined) or auto (ebpf where the kernel and capabilities allow, else packet; the report says which ran); default: $"+capture.SourceEnv+", else "+capture.DefaultSource)
 	fl.StringVar(&f.capturePoint, "capture-point", capture.PointAuto, "where the capture runs: server (the server's host), client (the application's host), between (a tap), or auto (from this host's addresses); off the server's host the network transit measured from TCP goes to request and delivery, never to queue")
 	return cmd
 }
@@ -177,7 +178,7 @@ func (f *watchFlags) options() (watch.Options, error) {
 	o := watch.Options{DSN: f.dsn, DefaultsFile: defaultsFile, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
 		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB,
-		Sample: f.sample, CPUBudget: f.cpuBudget / 100, CapturePoint: f.capturePoint}
+		Sample: f.sample, CPUBudget: f.cpuBudget / 100, CapturePoint: f.capturePoint, Capture: f.source}
 	for _, p := range f.ports {
 		if p == 0 || p > 65535 {
 			return o, usagef("--port %d is not a TCP port", p)

@@ -283,7 +283,7 @@ func planOf(ev *slowlog.Event) report.Plan {
 		InnoDBRecLockWaitUS: ev.InnoDBRecLockWaitUS, InnoDBQueueWaitUS: ev.InnoDBQueueWaitUS,
 		InnoDBPagesDistinct: ev.InnoDBPagesDistinct, PagesAccessed: ev.PagesAccessed, PagesRead: ev.PagesRead,
 		PagesUpdated: ev.PagesUpdated, OldRowsRead: ev.OldRowsRead, PagesReadTimeUS: ev.PagesReadTimeUS,
-		EngineTimeUS: ev.EngineTimeUS,
+		EngineTimeUS: ev.EngineTimeUS, Known: ev.EngineFields,
 	}
 }
 

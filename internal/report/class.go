@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
 	"slices"
@@ -42,7 +43,10 @@ type Extra struct {
 
 // Plan holds a slow log's query-plan and storage-engine fields. For one
 // statement the yes/no fields are 0 or 1; for a class they are counts of
-// statements and the others are sums. Waits are microseconds.
+// statements and the others are sums. Waits are microseconds. The yes/no
+// counters are always written; an engine counter (InnoDBIOReadOps on) is
+// written, 0 included, when a statement of the class had it (Known), since
+// one log writes those and another does not.
 type Plan struct {
 	Statements     int64 `json:"statements"` // that carried plan fields
 	FullScan       int64 `json:"full_scan"`
@@ -68,6 +72,50 @@ type Plan struct {
 	OldRowsRead     int64 `json:"old_rows_read,omitempty"`
 	PagesReadTimeUS int64 `json:"pages_read_time_us,omitempty"`
 	EngineTimeUS    int64 `json:"engine_time_us,omitempty"`
+	// Known marks the engine counters some statement had: one bit each,
+	// in their order (InnoDBIOReadOps 1<<0 ... EngineTimeUS 1<<10), as
+	// slowlog.Event.EngineFields marks them.
+	Known uint16 `json:"-"`
+}
+
+// planFields is Plan without its MarshalJSON.
+type planFields Plan
+
+// planJSON is Plan's JSON form: the engine counters through pointers, set
+// when known. They shadow the embedded ones and, being Plan's last fields,
+// keep their place in the output.
+type planJSON struct {
+	planFields
+	InnoDBIOReadOps     *int64 `json:"innodb_io_r_ops,omitempty"`
+	InnoDBIOReadWaitUS  *int64 `json:"innodb_io_r_wait_us,omitempty"`
+	InnoDBRecLockWaitUS *int64 `json:"innodb_rec_lock_wait_us,omitempty"`
+	InnoDBQueueWaitUS   *int64 `json:"innodb_queue_wait_us,omitempty"`
+	InnoDBPagesDistinct *int64 `json:"innodb_pages_distinct,omitempty"`
+	PagesAccessed       *int64 `json:"pages_accessed,omitempty"`
+	PagesRead           *int64 `json:"pages_read,omitempty"`
+	PagesUpdated        *int64 `json:"pages_updated,omitempty"`
+	OldRowsRead         *int64 `json:"old_rows_read,omitempty"`
+	PagesReadTimeUS     *int64 `json:"pages_read_time_us,omitempty"`
+	EngineTimeUS        *int64 `json:"engine_time_us,omitempty"`
+}
+
+// MarshalJSON writes an engine counter when known (Known) or not 0.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	j := planJSON{planFields: planFields(p)}
+	engine := []struct {
+		v   int64
+		dst **int64
+	}{{p.InnoDBIOReadOps, &j.InnoDBIOReadOps}, {p.InnoDBIOReadWaitUS, &j.InnoDBIOReadWaitUS},
+		{p.InnoDBRecLockWaitUS, &j.InnoDBRecLockWaitUS}, {p.InnoDBQueueWaitUS, &j.InnoDBQueueWaitUS},
+		{p.InnoDBPagesDistinct, &j.InnoDBPagesDistinct}, {p.PagesAccessed, &j.PagesAccessed},
+		{p.PagesRead, &j.PagesRead}, {p.PagesUpdated, &j.PagesUpdated}, {p.OldRowsRead, &j.OldRowsRead},
+		{p.PagesReadTimeUS, &j.PagesReadTimeUS}, {p.EngineTimeUS, &j.EngineTimeUS}}
+	for i, e := range engine {
+		if e.v != 0 || p.Known&(1<<i) != 0 {
+			*e.dst = &e.v
+		}
+	}
+	return json.Marshal(j)
 }
 
 func (p *Plan) add(o *Plan) {
@@ -93,6 +141,7 @@ func (p *Plan) add(o *Plan) {
 	p.OldRowsRead += o.OldRowsRead
 	p.PagesReadTimeUS += o.PagesReadTimeUS
 	p.EngineTimeUS += o.EngineTimeUS
+	p.Known |= o.Known
 }
 
 // attr is one attribute's running sum, minimum and maximum.

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -119,5 +121,27 @@ func TestClassIDGrouping(t *testing.T) {
 	r := p.Result()
 	if len(r.Digests) != 1 || r.Digests[0].Calls != 2 || r.Digests[0].DigestText != "select c from sbtest?" || r.Digests[0].Digest != "ID" {
 		t.Errorf("class grouping: %+v", r.Digests)
+	}
+}
+
+// TestPlanJSONKnownZero: an engine counter a statement of the class had is
+// written when 0, one none had is left out, and the keys keep Plan's order.
+func TestPlanJSONKnownZero(t *testing.T) {
+	p := Plan{Statements: 2, InnoDBIOReadOps: 12, Known: 1<<0 | 1<<3}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"statements":2,"full_scan":0,"full_join":0,"tmp_table":0,"tmp_table_on_disk":0,"filesort":0,` +
+		`"filesort_on_disk":0,"qc_hit":0,"tmp_tables":0,"tmp_disk_tables":0,"merge_passes":0,` +
+		`"innodb_io_r_ops":12,"innodb_queue_wait_us":0}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	var sum Plan
+	sum.add(&Plan{Known: 1 << 10})
+	sum.add(&Plan{PagesRead: 3})
+	if b, _ := json.Marshal(&sum); !strings.Contains(string(b), `"pages_read":3,"engine_time_us":0}`) {
+		t.Errorf("a class's plan: %s, want pages_read 3 and engine_time_us 0", b)
 	}
 }

@@ -70,9 +70,9 @@ type engine struct {
 	// sample is the join sample: the connections whose fast statements
 	// are joined (the CPU budget's policy; all without a budget).
 	sample  *connSample
-	live    *capture.Live // nil without a capture
-	sockets *socketWatch  // nil unless the server runs on this host
-	path    *pathWatch    // nil when the server runs on this host
+	live    capture.Source // nil without a capture
+	sockets *socketWatch   // nil unless the server runs on this host
+	path    *pathWatch     // nil when the server runs on this host
 	// noWire: no capture this run (--no-capture, or it could not open; set
 	// by serverOnly).
 	noWire bool
@@ -259,9 +259,9 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
 	}
-	live, err := capture.OpenLive(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
+	live, err := capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
 		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
-		RingMB: e.opts.RingMB})
+		RingMB: e.opts.RingMB, Source: e.opts.Capture})
 	if err != nil {
 		e.sample.set(capture.All)
 		e.serverOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
@@ -269,6 +269,9 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 		return done, nil
 	}
 	e.live = live
+	if capture.SourceOf(e.opts.Capture) != capture.SourcePacket {
+		e.notes.add("capture: %s", live.Describe())
+	}
 	if e.sample.on() {
 		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
 	} else if e.opts.CPUBudget > 0 && e.readsRows {

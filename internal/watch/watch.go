@@ -101,6 +101,9 @@ type Options struct {
 	// NoCapture runs without the wire (server-side only), as when the user
 	// has no capture permission.
 	NoCapture bool
+	// Capture picks the live capture: capture.SourceAuto, SourceEBPF or
+	// SourcePacket ("": GAPSCOPE_CAPTURE, else capture.DefaultSource).
+	Capture string
 	// EnableConsumers lets watch turn on the performance_schema consumers
 	// it needs when they are off (statements current, history and
 	// history_long), restored on exit.

@@ -50,6 +50,11 @@ type Event struct {
 	PagesUpdated, OldRowsRead int64
 	PagesReadTimeUS           int64
 	EngineTimeUS              int64
+	// EngineFields marks the engine counters above the event had, so a 0
+	// the log wrote is told from a field it lacks: one bit each, in their
+	// order (InnoDBIOReadOps 1<<0 ... EngineTimeUS 1<<10).
+	EngineFields uint16
+
 	// HasPlan: the event carried query-plan or storage-engine fields.
 	HasPlan                   bool
 	RateLimit                 int64 // Percona Log_slow_rate_limit: 1 in N logged

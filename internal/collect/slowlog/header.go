@@ -197,15 +197,15 @@ func (p *Parser) setQueryPlanField(e *Event, key, val []byte) bool {
 	case "Merge_passes":
 		e.MergePasses = p.int(val)
 	case "InnoDB_IO_r_ops":
-		e.InnoDBIOReadOps = p.int(val)
+		e.InnoDBIOReadOps, e.EngineFields = p.int(val), e.EngineFields|1<<0
 	case "InnoDB_IO_r_wait":
-		e.InnoDBIOReadWaitUS = p.seconds(val)
+		e.InnoDBIOReadWaitUS, e.EngineFields = p.seconds(val), e.EngineFields|1<<1
 	case "InnoDB_rec_lock_wait":
-		e.InnoDBRecLockWaitUS = p.seconds(val)
+		e.InnoDBRecLockWaitUS, e.EngineFields = p.seconds(val), e.EngineFields|1<<2
 	case "InnoDB_queue_wait":
-		e.InnoDBQueueWaitUS = p.seconds(val)
+		e.InnoDBQueueWaitUS, e.EngineFields = p.seconds(val), e.EngineFields|1<<3
 	case "InnoDB_pages_distinct":
-		e.InnoDBPagesDistinct = p.int(val)
+		e.InnoDBPagesDistinct, e.EngineFields = p.int(val), e.EngineFields|1<<4
 	default:
 		return false
 	}
@@ -217,17 +217,17 @@ func (p *Parser) setQueryPlanField(e *Event, key, val []byte) bool {
 func (p *Parser) setEngineField(e *Event, key, val []byte) bool {
 	switch string(key) {
 	case "Pages_accessed":
-		e.PagesAccessed = p.int(val)
+		e.PagesAccessed, e.EngineFields = p.int(val), e.EngineFields|1<<5
 	case "Pages_read":
-		e.PagesRead = p.int(val)
+		e.PagesRead, e.EngineFields = p.int(val), e.EngineFields|1<<6
 	case "Pages_updated":
-		e.PagesUpdated = p.int(val)
+		e.PagesUpdated, e.EngineFields = p.int(val), e.EngineFields|1<<7
 	case "Old_rows_read":
-		e.OldRowsRead = p.int(val)
+		e.OldRowsRead, e.EngineFields = p.int(val), e.EngineFields|1<<8
 	case "Pages_read_time":
-		e.PagesReadTimeUS = p.seconds(val) / 1000
+		e.PagesReadTimeUS, e.EngineFields = p.seconds(val)/1000, e.EngineFields|1<<9
 	case "Engine_time":
-		e.EngineTimeUS = p.seconds(val) / 1000
+		e.EngineTimeUS, e.EngineFields = p.seconds(val)/1000, e.EngineFields|1<<10
 	default:
 		return false
 	}

@@ -1,0 +1,165 @@
+//go:build linux
+
+package capture
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// TestHeaderProgramRecords runs the kernel program on crafted frames
+// (BPF_PROG_TEST_RUN) and reads what it wrote: a request whole, a short
+// answer whole, a long answer cut to its headers and head and its tail,
+// nothing for another port; a client's handshake response asking for
+// compression puts its connection in the full map, whose long answers are
+// then whole, and only that connection's.
+func TestHeaderProgramRecords(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the eBPF capture needs CAP_BPF and CAP_NET_ADMIN (root)")
+	}
+	e, err := OpenEBPF("lo", LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
+	if ebpfUnavailable(err) {
+		t.Skipf("no eBPF capture on this kernel or without these capabilities: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	long := bytes.Repeat([]byte("abcdefghij"), 300)
+	for _, addrs := range [][3]string{
+		{"10.0.0.1:40000", "10.0.0.1:40002", "10.0.0.2:3306"},
+		{"[fd00::1]:40000", "[fd00::1]:40002", "[fd00::2]:3306"},
+	} {
+		plain, compressed := newConv(addrs[0], addrs[2]), newConv(addrs[1], addrs[2])
+		other := newConv(addrs[0], addrs[2])
+		other.srv = netip.AddrPortFrom(other.srv.Addr(), 5432)
+		compressedResponse := handshakeResponse()
+		compressedResponse[4] |= capCompress
+		segs := []seg{
+			plain.fromClient(long[:300]),
+			plain.fromServer(long[:500]),
+			plain.fromServer(long),
+			other.fromServer(long),
+			compressed.fromServer(long),
+			compressed.fromClient(compressedResponse),
+			compressed.fromServer(long),
+			plain.fromServer(long),
+		}
+		wantCut := []bool{false, false, true, true, false, false, true}
+		for _, s := range segs {
+			if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: frame(linkEthernet, s)}); err != nil || int32(ret) != tcNext {
+				t.Fatalf("running the program: %d, %v", int32(ret), err)
+			}
+		}
+		var got []packet
+		e.ring.Each(recordHeader, func(rec []byte) {
+			var p packet
+			if r := decodeRecord(rec, headBytes, 0, &p); r != resultTCP {
+				t.Errorf("record of %d bytes: %v", len(rec), r)
+				return
+			}
+			p.payload, p.tail = bytes.Clone(p.payload), bytes.Clone(p.tail)
+			got = append(got, p)
+		})
+		if len(got) != len(wantCut) {
+			t.Fatalf("%s: %d records, want %d (not the other port's)", addrs[2], len(got), len(wantCut))
+		}
+		kept := append(segs[:3:3], segs[4:]...)
+		for i, p := range got {
+			s := kept[i]
+			if p.cut() != wantCut[i] || p.size != len(s.payload) || p.seq != s.seq || p.src.port != s.src.Port() {
+				t.Errorf("record %d: cut %v size %d seq %d port %d; want cut %v, %d bytes, seq %d, port %d",
+					i, p.cut(), p.size, p.seq, p.src.port, wantCut[i], len(s.payload), s.seq, s.src.Port())
+				continue
+			}
+			switch {
+			case p.cut() && (!bytes.Equal(p.payload, s.payload[:headBytes]) || !bytes.Equal(p.tail, s.payload[len(s.payload)-tailBytes:])):
+				t.Errorf("record %d: head or tail differs", i)
+			case !p.cut() && !bytes.Equal(p.payload, s.payload):
+				t.Errorf("record %d: payload differs", i)
+			}
+		}
+		var v uint32
+		if err := e.full.Lookup(fullKeyOf(endpointOf(compressed.cli), endpointOf(compressed.srv)), &v); err != nil {
+			t.Errorf("the compressed connection is not in the full map: %v", err)
+		}
+		if err := e.full.Lookup(fullKeyOf(endpointOf(plain.cli), endpointOf(plain.srv)), &v); err == nil {
+			t.Error("the plain connection is in the full map")
+		}
+	}
+	if d := e.ring.Dropped(); d != 0 {
+		t.Errorf("%d records dropped", d)
+	}
+}
+
+// TestHeaderProgramClsact: on a kernel without tcx the program runs as a
+// clsact filter: forced here, it captures lo's traffic on the port (the
+// request whole, the echoed answer cut), and its filter is gone after
+// Close.
+func TestHeaderProgramClsact(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a clsact filter needs CAP_NET_ADMIN (root)")
+	}
+	if _, err := exec.LookPath("tc"); err != nil {
+		t.Fatal("tc (iproute2) is not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	e, err := openEBPF("lo", LiveOptions{Options: Options{Ports: []uint16{port}}, RingMB: 4}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ring.Hook != "clsact" {
+		t.Errorf("hook %q, want clsact", e.ring.Hook)
+	}
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(c, c)
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := bytes.Repeat([]byte("x"), 3000)
+	c.Write(payload)
+	io.ReadFull(c, make([]byte, len(payload)))
+	c.Close()
+	time.Sleep(20 * time.Millisecond)
+	var whole, cut int
+	e.ring.Each(recordHeader, func(rec []byte) {
+		var p packet
+		if decodeRecord(rec, headBytes, 0, &p) != resultTCP || p.size != len(payload) {
+			return
+		}
+		if p.cut() {
+			cut++
+		} else if bytes.Equal(p.payload, payload) {
+			whole++
+		}
+	})
+	e.Close()
+	if whole != 1 || cut != 1 {
+		t.Errorf("%d whole requests, %d cut answers of 3000 bytes; want 1 each", whole, cut)
+	}
+	out, err := exec.Command("tc", "filter", "show", "dev", "lo", "egress").CombinedOutput()
+	if err != nil || bytes.Contains(out, []byte("gapscope")) {
+		t.Errorf("after Close: %v\n%s", err, out)
+	}
+}
+
+func endpointOf(a netip.AddrPort) endpoint { return endpoint{ip: a.Addr().As16(), port: a.Port()} }
