@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,13 @@ type Options struct {
 	CapturePoint string
 	// LocalAddrs are the capturing host's addresses.
 	LocalAddrs []netip.Addr
+	// Stalls, when set, counts the segments of connections stalled on
+	// their receive window, the segments that begin and end a stall
+	// included (the window probes keep coming while it lasts); a
+	// statement reports its stalls only when it ends. A live watch reads
+	// the server's sockets' TCP_INFO only while this moves, when the
+	// stalled socket still exists.
+	Stalls *atomic.Int64
 }
 
 func (o Options) withDefaults() Options {

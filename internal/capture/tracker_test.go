@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -380,7 +381,8 @@ func TestTrackerIdleEvictionAndMaxFlows(t *testing.T) {
 // The client advertises a zero window while the server sends a response: the
 // stall is recorded on that statement, clipped to [req_last, resp_last].
 func TestTrackerZeroWindow(t *testing.T) {
-	h := newHarness(Options{})
+	var stalls atomic.Int64
+	h := newHarness(Options{Stalls: &stalls})
 	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
 	h.feed(c.handshake(-1, -1)...) // no window scaling: zero windows only
 	q := c.fromClient([]byte("SELECT big"))
@@ -389,7 +391,14 @@ func TestTrackerZeroWindow(t *testing.T) {
 	probe := seg{src: c.srv, dst: c.cli, seq: c.sseq - 1, ack: c.cseq, flags: tcpACK, wscale: -1, payload: []byte("1"), tsUS: c.step(1000)}
 	open := c.clientAck(300)
 	r2 := c.fromServer([]byte("chunk2\n"))
-	h.feed(q, r1, zw, probe, open, r2)
+	h.feed(q, r1, zw)
+	if stalls.Load() != 1 {
+		t.Fatalf("Stalls %d after the zero window, want 1 (counted as it begins, before the statement ends)", stalls.Load())
+	}
+	h.feed(probe, open, r2)
+	if got := stalls.Load(); got != 3 {
+		t.Fatalf("Stalls %d, want 3: the zero window, the probe, the segment that opened it", got)
+	}
 	if len(h.stmts) != 1 {
 		t.Fatalf("%d statements", len(h.stmts))
 	}
@@ -403,6 +412,9 @@ func TestTrackerZeroWindow(t *testing.T) {
 	h.feed(c.fromClient([]byte("SELECT 1")), c.fromServer([]byte("x\n")))
 	if s := h.stmts[1]; s.ZeroWindowUS != 0 {
 		t.Errorf("stall leaked into the next statement: %d", s.ZeroWindowUS)
+	}
+	if got := stalls.Load(); got != 3 {
+		t.Errorf("Stalls %d after an unstalled statement, want still 3", got)
 	}
 }
 

@@ -34,8 +34,17 @@ func (w *windowTracker) reset(cli, srv *halfFlow) {
 	}
 }
 
-// window updates stall tracking with one segment of the flow.
+// window updates stall tracking with one segment of the flow, counting it
+// when the flow was or is stalled (Options.Stalls).
 func (f *flow) window(dir mysqlproto.Direction, p *packet) {
+	stalled := f.win.stallStart != 0
+	f.advanceWindow(dir, p)
+	if (stalled || f.win.stallStart != 0) && f.t.opts.Stalls != nil {
+		f.t.opts.Stalls.Add(1)
+	}
+}
+
+func (f *flow) advanceWindow(dir mysqlproto.Direction, p *packet) {
 	w := &f.win
 	if p.flags&tcpSYN != 0 {
 		return // windows in SYNs are never scaled

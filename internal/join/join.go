@@ -179,6 +179,9 @@ type Joiner struct {
 	ids idOffset
 	// shifted is connOfRows' buffer of rows on the capture's clock.
 	shifted []collect.ServerStatement
+	// spans indexes the pending wire statements for connOfRows, built once
+	// per attributeAnon pass (candidates.go).
+	spans spanIndex
 	// anon holds rows of ended threads not attributed yet: on a busy
 	// capture their wire statement can arrive after the poll that read them.
 	anon    []anonRow

@@ -53,6 +53,7 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 	// Stable: a thread's rows keep their EVENT_ID order.
 	slices.SortStableFunc(j.anon, func(a, b anonRow) int { return cmp.Compare(a.r.ThreadID, b.r.ThreadID) })
 	j.batch++
+	j.spans.stale = true // wire statements came and went since the last pass
 	touched := j.touched[:0]
 	kept := j.anon[:0]
 	for lo := 0; lo < len(j.anon); {
@@ -184,8 +185,9 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		shifted[i].StartUS, shifted[i].EndUS = shifted[i].StartUS-shift, shifted[i].EndUS-shift
 	}
 	var fits []tally
-	for id, c := range j.conns {
-		if c.wires.len() == 0 {
+	for _, id := range j.candidates(shifted) {
+		c := j.conns[id]
+		if c == nil || c.wires.len() == 0 {
 			continue
 		}
 		hits, miss, off := 0, 0, 0

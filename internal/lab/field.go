@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -269,9 +270,10 @@ func Field(ctx context.Context, o FieldOptions) (*Result, *FieldReport, error) {
 			runErrs[i] = errors.New("this host has no IPv6 loopback (::1)")
 			continue
 		}
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), processCPU()
 		records[i], runErrs[i] = c.run(ctx, env, o)
-		o.step(r, "%s (%s): %d statements in %s", c.name, c.client, len(statementRecords(records[i])), time.Since(t0).Round(time.Millisecond))
+		o.step(r, "%s (%s): %d statements in %s (this process, watch's CPU included: %s)", c.name, c.client,
+			len(statementRecords(records[i])), time.Since(t0).Round(time.Millisecond), (processCPU() - cpu0).Round(time.Millisecond))
 		if ctx.Err() != nil {
 			s.stop()
 			return nil, nil, ctx.Err()
@@ -335,6 +337,7 @@ func Field(ctx context.Context, o FieldOptions) (*Result, *FieldReport, error) {
 	r.Seen = append(r.Seen, fmt.Sprintf("capture: %d packets, %d connections (%d TLS), %d statements; kernel drops %d, gaps %d, retransmits %d, out of order %d",
 		cs.Packets, cs.Flows, cs.TLSFlows, cs.Statements, cs.KernelDrops, cs.Gaps, cs.Retransmits, cs.OutOfOrder))
 	r.Seen = append(r.Seen, res.Coverage.Summary())
+	r.Seen = append(r.Seen, ownLine(res.Own))
 	r.Elapsed = time.Since(started)
 	return r, rep, nil
 }
@@ -779,4 +782,26 @@ func reasonNames(m map[event.Reason]int) map[string]int {
 		out[r.String()] = n
 	}
 	return out
+}
+
+// ownLine says what watch cost and every change of its join sample: a
+// condition joined less than whole because the CPU budget cut the sample
+// shows here, with the share that led to it.
+func ownLine(o watch.OwnCost) string {
+	line := fmt.Sprintf("watch's own CPU: %.2fs, %.2f%% of %d CPUs (budget %.2f%%)", o.CPUSeconds, 100*o.Share, o.CPUs, 100*o.Budget)
+	for _, st := range o.Steps {
+		line += fmt.Sprintf("; %s 1 in %d (window at %.2f%%)", time.UnixMicro(st.AtUS).Format("15:04:05.000"), st.Sample, 100*st.CPUShare)
+	}
+	return line
+}
+
+// processCPU is the CPU this process used so far (user + system): watch
+// runs in it, so a condition's share of it is mostly what the condition
+// cost watch.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -260,7 +260,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 		ports = []uint16{portOf(e.addr)}
 	}
 	live, err := capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
-		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs()},
+		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
 		RingMB: e.opts.RingMB, Source: e.opts.Capture})
 	if err != nil {
 		e.sample.set(capture.All)
@@ -417,8 +417,8 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	e.poll.flushTargets(ctx)
 	time.Sleep(e.opts.PollInterval)
 	e.poll.pollStatements(ctx)
-	_ = e.sockets.poll()
-	_ = e.path.poll()
+	_ = e.sockets.readNow()
+	_ = e.path.readNow()
 	e.joiner.FlushAll()
 	e.sink.out.close() // every statement reached the sinks before the final snapshot
 	return st
@@ -524,14 +524,14 @@ func (e *engine) watchSockets() {
 		ports = []uint16{portOf(e.addr)}
 	}
 	if !collect.IsLocalHost(hostOf(e.addr)) {
-		e.path = newPathWatch(ports) // the application's side: its sockets' round trips
-		if err := e.path.poll(); err != nil {
+		e.path = newPathWatch(ports, &e.wire.taken) // the application's side: its sockets' round trips
+		if err := e.path.readNow(); err != nil {
 			e.path = nil
 		}
 		return
 	}
-	e.sockets = newSocketWatch(ports)
-	if err := e.sockets.poll(); err != nil {
+	e.sockets = newSocketWatch(ports, &e.wire.stalls)
+	if err := e.sockets.readNow(); err != nil {
 		e.notes.add("server sockets' TCP_INFO unreadable (%v): stalls come from the wire only", err)
 		e.sockets = nil
 	}

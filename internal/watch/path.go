@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gapscope/gapscope/internal/capture"
 )
@@ -25,15 +26,29 @@ type pathWatch struct {
 	ports []uint16
 	mu    sync.Mutex
 	socks map[string]capture.SocketStat // local "ip:port" -> latest, MinRTTUS the smallest seen
+	// gate: the periodic poll reads only after the wire saw statements (an
+	// idle application's round trips do not change).
+	gate activityGate
 }
 
-func newPathWatch(ports []uint16) *pathWatch {
-	return &pathWatch{ports: ports, socks: map[string]capture.SocketStat{}}
+// newPathWatch follows this host's sockets to the server's ports;
+// statements counts the wire's statements (nil: poll reads every time).
+func newPathWatch(ports []uint16, statements *atomic.Int64) *pathWatch {
+	return &pathWatch{ports: ports, socks: map[string]capture.SocketStat{}, gate: activityGate{count: statements}}
 }
 
-// poll reads the sockets connected to the server's ports; an error keeps
-// what was read before.
+// poll is the periodic read: only when the wire saw statements since the
+// last one.
 func (w *pathWatch) poll() error {
+	if w == nil || !w.gate.open() {
+		return nil
+	}
+	return w.readNow()
+}
+
+// readNow reads the sockets connected to the server's ports; an error
+// keeps what was read before.
+func (w *pathWatch) readNow() error {
 	if w == nil {
 		return nil
 	}

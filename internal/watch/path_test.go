@@ -24,7 +24,7 @@ func TestPathWatchSummary(t *testing.T) {
 	if none.poll() != nil || none.summary() != nil {
 		t.Error("a nil path watch reads something")
 	}
-	w := newPathWatch(nil)
+	w := newPathWatch(nil, nil)
 	w.socks["a"] = capture.SocketStat{MinRTTUS: 10_100, RTTUS: 12_000, RTTVarUS: 900}
 	w.socks["b"] = capture.SocketStat{MinRTTUS: 10_200, RTTUS: 11_000, RTTVarUS: 700}
 	w.socks["c"] = capture.SocketStat{} // not measured yet

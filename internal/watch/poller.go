@@ -94,8 +94,10 @@ type poller struct {
 	// not see (unix sockets, another port), and the threads are read every
 	// unseenLearnEvery to name theirs while they live; connsAt and
 	// wireConnsAt are the counts at the last status read.
+	// unseenOwed is the last read's shortfall, judged at the next (noteUnseen).
 	unseenUntil          time.Time
 	connsAt, wireConnsAt int64
+	unseenOwed           int64
 	// wakes counts the loop's wake-ups (ServerSide.PollerWakes): what it
 	// costs when it has nothing to read must stay bounded by what happens.
 	wakes int64
@@ -206,21 +208,48 @@ const learnEvery = 20 * time.Millisecond
 const (
 	unseenLearnEvery = 50 * time.Millisecond
 	unseenFor        = 10 * time.Second
+	// unseenProbation covers the next status read (slowPollEvery).
+	unseenProbation = 2 * time.Second
 )
 
 // noteUnseen compares the server's Connections counter with the
 // connections the wire saw open since the last status read: more on the
 // server (beyond watch's own few) means clients the capture cannot see.
+//
+// The wire counts a connection at its first statement, after the server
+// did, so a burst of new connections (connection-per-request clients)
+// shows a shortfall at one read that the wire makes up by the next. A
+// shortfall beyond the slack buys a probation of the fast thread reads;
+// the next read judges it: what the wire did not make up by then was
+// connections it cannot see, and the reads go on for unseenFor. A lagging
+// wire's burst costs two seconds of reads, not ten; clients that are
+// really unseen are read from the first shortfall.
 func (p *poller) noteUnseen(status map[string]string) {
 	conns, err := strconv.ParseInt(status["Connections"], 10, 64)
 	if err != nil || p.wireConns == nil {
 		return
 	}
 	wire := p.wireConns.Load()
-	if p.connsAt > 0 && conns-p.connsAt > wire-p.wireConnsAt+ownConnsSlack {
-		p.unseenUntil = time.Now().Add(unseenFor)
+	if p.connsAt > 0 {
+		gap := (conns - p.connsAt) - (wire - p.wireConnsAt)
+		unrepaid := p.unseenOwed - max(0, -gap) // the last read's shortfall the wire did not make up
+		p.unseenOwed = max(0, gap-ownConnsSlack)
+		now := time.Now()
+		switch {
+		case unrepaid > 0:
+			p.unseenUntil = now.Add(unseenFor)
+		case p.unseenOwed > 0:
+			p.unseenUntil = later(p.unseenUntil, now.Add(unseenProbation))
+		}
 	}
 	p.connsAt, p.wireConnsAt = conns, wire
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // ownConnsSlack: connections watch itself may open between two status

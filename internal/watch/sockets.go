@@ -2,6 +2,7 @@ package watch
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/gapscope/gapscope/internal/capture"
 )
@@ -17,19 +18,36 @@ type socketWatch struct {
 	base  map[string]uint64 // remote "ip:port" -> reading at the first read
 	last  map[string]uint64 // remote "ip:port" -> latest reading
 	read  bool              // a first read happened
+	// gate: the periodic poll reads only after the capture saw a receive
+	// window stall begin (the only statements whose evidence these
+	// readings corroborate), while the stalled socket still exists.
+	gate activityGate
 }
 
 // maxSockets bounds the sockets remembered; past it, closed ones are
 // forgotten at the next read.
 const maxSockets = 50_000
 
-func newSocketWatch(ports []uint16) *socketWatch {
-	return &socketWatch{ports: ports, base: map[string]uint64{}, last: map[string]uint64{}}
+// newSocketWatch follows the server's sockets on ports; stalls counts the
+// receive-window stalls the capture saw begin (nil: poll reads every time).
+func newSocketWatch(ports []uint16, stalls *atomic.Int64) *socketWatch {
+	return &socketWatch{ports: ports, base: map[string]uint64{}, last: map[string]uint64{}, gate: activityGate{count: stalls}}
 }
 
-// poll reads the server's sockets; an error (no sock_diag, an old kernel)
-// leaves what was read so far.
+// poll is the periodic read: it reads only when a stall began since the
+// last one. Sockets that first appear at a later read count from
+// zero, as opened during the run, so a skipped round loses nothing but the
+// last increments of a socket that closed meanwhile.
 func (w *socketWatch) poll() error {
+	if w == nil || !w.gate.open() {
+		return nil
+	}
+	return w.readNow()
+}
+
+// readNow reads the server's sockets (the first read, the last one); an
+// error (no sock_diag, an old kernel) leaves what was read so far.
+func (w *socketWatch) readNow() error {
 	if w == nil {
 		return nil
 	}

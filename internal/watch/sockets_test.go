@@ -3,6 +3,7 @@ package watch
 import (
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -14,31 +15,10 @@ func TestSocketWatchCountsFromTheFirstRead(t *testing.T) {
 	if off.poll() != nil || off.limited() != nil {
 		t.Fatal("a nil socketWatch reads or reports something")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	go func() {
-		chunk := make([]byte, 64<<10)
-		for {
-			if _, err := server.Write(chunk); err != nil {
-				return
-			}
-		}
-	}()
+	port, client, server := socketPair(t)
+	go flood(server)
 	time.Sleep(200 * time.Millisecond) // limited before watch starts: not counted
-	w := newSocketWatch([]uint16{uint16(ln.Addr().(*net.TCPAddr).Port)})
+	w := newSocketWatch([]uint16{port}, nil)
 	if got := w.limited(); got != nil {
 		t.Fatalf("limited before any read: %v", got)
 	}
@@ -57,4 +37,64 @@ func TestSocketWatchCountsFromTheFirstRead(t *testing.T) {
 		t.Errorf("limited %d µs over %s: want the time since the first read only", got, elapsed)
 	}
 	go io.Copy(io.Discard, client)
+}
+
+// The periodic poll reads the kernel only while the capture sees a
+// receive-window stall: a stalled socket's limited time does not move between polls the
+// gate keeps shut, and shows at the first poll after the counter moved.
+func TestSocketWatchPollWaitsForAStall(t *testing.T) {
+	port, client, server := socketPair(t)
+	var stalls atomic.Int64
+	w := newSocketWatch([]uint16{port}, &stalls)
+	if err := w.readNow(); err != nil {
+		t.Fatal(err)
+	}
+	go flood(server)
+	key := client.LocalAddr().String()
+	time.Sleep(300 * time.Millisecond) // the client never reads: limited
+	if err := w.poll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.limited()[key]; got != 0 {
+		t.Fatalf("poll read the kernel with no stall on the wire: limited %d µs", got)
+	}
+	stalls.Add(1)
+	if err := w.poll(); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.limited()[key]; got <= 0 {
+		t.Fatalf("poll during a stall: limited %d µs, want the stall", got)
+	}
+	go io.Copy(io.Discard, client)
+}
+
+// socketPair is a loopback connection (closed with the test) and its
+// listening port.
+func socketPair(t *testing.T) (port uint16, client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	if client, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	if server, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return uint16(ln.Addr().(*net.TCPAddr).Port), client, server
+}
+
+// flood writes to c until it fails: a client that never reads closes its
+// receive window.
+func flood(c net.Conn) {
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := c.Write(chunk); err != nil {
+			return
+		}
+	}
 }

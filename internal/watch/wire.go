@@ -37,6 +37,10 @@ type wireStage struct {
 	connsSeen  atomic.Int64 // connections seen for the first time (the poller compares the server's count)
 	ownHits    atomic.Int64 // watch's own statements dropped
 	slowDrops  atomic.Int64 // outliers slow had no room for
+	// taken counts the application's statements, stalls the receive
+	// window stalls the capture saw begin (capture.Options.Stalls): the
+	// kernel socket reads wait for them.
+	taken, stalls atomic.Int64
 }
 
 // maxKnownConns bounds the connections the stage remembers: past it, it
@@ -55,6 +59,7 @@ func (w *wireStage) take(s *event.Statement) {
 		w.ownHits.Add(1)
 		return
 	}
+	w.taken.Add(1)
 	if s.ConnID != 0 && w.toPoller {
 		w.noteConn(s.ConnID)
 	}
