@@ -7,7 +7,8 @@
 // measuring end of scripts/bench-wire.sh, which drives the load.
 //
 // -mode decode runs the live capture as watch does (ring, kernel filter,
-// tracker, MySQL decoding, digests, one event.Statement per statement);
+// tracker, MySQL decoding, digests, one event.Statement per statement;
+// GAPSCOPE_CAPTURE=ebpf: the header-only eBPF capture instead of the ring);
 // -mode tap only reads the ring (capture.Tap), to tell the kernel tap's
 // cost from gapscope's own work; -mode tcx-tap and tcx-count are the same
 // floor through an eBPF program instead of the ring (tcx.go); -mode
@@ -108,9 +109,10 @@ func run() error {
 }
 
 // runDecode runs the live capture; start is called once the ring is open
-// and filtered, so that opening it is not counted.
+// and filtered, so that opening it is not counted. The source is
+// $GAPSCOPE_CAPTURE's (packet by default; ebpf: the header-only capture).
 func runDecode(ctx context.Context, iface string, opts capture.LiveOptions, dur time.Duration, start func()) (result, error) {
-	l, err := capture.OpenLive(iface, opts)
+	l, err := capture.OpenSource(iface, opts)
 	if err != nil {
 		return result{}, err
 	}
@@ -124,7 +126,11 @@ func runDecode(ctx context.Context, iface string, opts capture.LiveOptions, dur 
 			errs++
 		}
 	})
-	return result{Mode: "decode", Statements: stmts, Errors: errs, Packets: st.Packets,
+	mode := "decode"
+	if st.Source != capture.SourcePacket {
+		mode += " " + st.Source
+	}
+	return result{Mode: mode, Statements: stmts, Errors: errs, Packets: st.Packets,
 		KernelDrops: st.KernelDrops, Gaps: st.Gaps}, err
 }
 
