@@ -84,14 +84,23 @@ func (f *analyzeFlags) captureOptions() (capture.Options, error) {
 	if f.top < 0 {
 		return capture.Options{}, usagef("--top must be 0 or more, not %d", f.top)
 	}
-	opts := capture.Options{KeepLiterals: f.keepLiterals}
-	for _, p := range f.ports {
-		if p == 0 || p > 65535 {
-			return capture.Options{}, usagef("--port %d is not a TCP port", p)
-		}
-		opts.Ports = append(opts.Ports, uint16(p))
+	ports, err := tcpPorts(f.ports)
+	if err != nil {
+		return capture.Options{}, err
 	}
-	return opts, nil
+	return capture.Options{KeepLiterals: f.keepLiterals, Ports: ports}, nil
+}
+
+// tcpPorts checks the --port values (analyze's and watch's).
+func tcpPorts(flag []uint) ([]uint16, error) {
+	var ports []uint16
+	for _, p := range flag {
+		if p == 0 || p > 65535 {
+			return nil, usagef("--port %d is not a TCP port", p)
+		}
+		ports = append(ports, uint16(p))
+	}
+	return ports, nil
 }
 
 func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags, co report.ClassOptions) error {

@@ -179,13 +179,8 @@ func (f *watchFlags) options() (watch.Options, error) {
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
 		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB,
 		Sample: f.sample, CPUBudget: f.cpuBudget / 100, CapturePoint: f.capturePoint, Capture: f.source}
-	for _, p := range f.ports {
-		if p == 0 || p > 65535 {
-			return o, usagef("--port %d is not a TCP port", p)
-		}
-		o.Ports = append(o.Ports, uint16(p))
-	}
-	return o, nil
+	o.Ports, err = tcpPorts(f.ports)
+	return o, err
 }
 
 func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
