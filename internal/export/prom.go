@@ -248,17 +248,9 @@ func (p *Prometheus) setInfo(d *digestState, s *event.Statement) {
 	if d.info[0] != "" {
 		p.info.DeleteLabelValues(d.info[:]...)
 	}
-	text := cmp.Or(d.info[2], cutText(cmp.Or(s.DigestText, "("+s.Cmd+")")))
+	text := cmp.Or(d.info[2], sqltext.Clip(cmp.Or(s.DigestText, "("+s.Cmd+")"), maxDigestText))
 	d.info = [3]string{d.name, cmp.Or(server, d.info[1]), text}
 	p.info.WithLabelValues(d.info[:]...).Set(1)
-}
-
-func cutText(s string) string {
-	r := []rune(s)
-	if len(r) <= maxDigestText {
-		return s
-	}
-	return string(r[:maxDigestText-1]) + "…"
 }
 
 // Snapshot re-ranks the digests and takes watch's health and findings (a

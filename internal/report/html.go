@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // HTMLData is what the HTML report shows. Sections without data are left
@@ -303,7 +304,7 @@ func evidenceHTML(k string, v any) evidenceRow {
 		if err != nil {
 			return evidenceRow{Key: k, Value: fmt.Sprint(v)}
 		}
-		return evidenceRow{Key: k, Value: clampLabel(string(b), maxEvidenceHTML), Block: true}
+		return evidenceRow{Key: k, Value: sqltext.Clip(string(b), maxEvidenceHTML), Block: true}
 	}
 	return evidenceRow{Key: k, Value: evidenceValue(v)}
 }

@@ -176,13 +176,3 @@ func (s *svgWriter) vMarker(f frame, x float64, colour, dash, label string) {
 		s.text(x+4, f.y1()+12, "start", 0, colour, label)
 	}
 }
-
-// clampLabel shortens a label to n runes for an axis; the full text goes
-// into a tooltip.
-func clampLabel(v string, n int) string {
-	r := []rune(v)
-	if len(r) <= n {
-		return v
-	}
-	return string(r[:n-1]) + "…"
-}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 const (
@@ -60,5 +62,5 @@ func drawOverheadRow(s *svgWriter, f frame, xs linearScale, r OverheadRow, y, ro
 		s.path([]point{{lo, mid - 5}, {lo, mid + 5}}, style{stroke: colAxis, width: 1.5})
 		s.path([]point{{hi, mid - 5}, {hi, mid + 5}}, style{stroke: colAxis, width: 1.5})
 	}
-	s.text(f.x0()-8, y+rowH/2+4, "end", 0, colText, clampLabel(r.Config, 24))
+	s.text(f.x0()-8, y+rowH/2+4, "end", 0, colText, sqltext.Clip(r.Config, 24))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // partColours follow the order of the decomposition: request, queue, exec,
@@ -41,7 +43,7 @@ func decompositionSVG(rows []DigestRow) template.HTML {
 		if label == "" {
 			label = r.Digest
 		}
-		s.textTitled(f.x0()-8, y+rowH/2+4, "end", colText, clampLabel(label, 40), label)
+		s.textTitled(f.x0()-8, y+rowH/2+4, "end", colText, sqltext.Clip(label, 40), label)
 	}
 	s.path([]point{{f.x0(), f.y1()}, {f.x0(), f.y0()}}, style{stroke: colAxis, width: 1})
 	return s.HTML()
@@ -61,7 +63,7 @@ func drawStack(s *svgWriter, r DigestRow, xs linearScale, y, h float64) {
 		}
 		s.rect(x0, y, x1-x0, h, style{fill: partColours[i]},
 			fmt.Sprintf("%s: %s (%s%%) of %s, %d joined calls", partNames[i], fmtDurationUS(float64(v)), fmtNum(share),
-				clampLabel(r.DigestText, 80), r.Joined))
+				sqltext.Clip(r.DigestText, 80), r.Joined))
 		acc += v
 	}
 }

@@ -30,3 +30,15 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"select 1", 8, "select 1"}, {"select 12", 8, "select …"}, {"ünïcödé", 4, "ünï…"}} {
+		if got := Clip(c.s, c.n); got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}
