@@ -17,6 +17,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/offline"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/watch"
@@ -24,7 +25,7 @@ import (
 
 // mayBeAbsent reads docs/events.md's table of the numbers an output may
 // leave out ("Absent fields: unknown, never zero"): scope ("profile",
-// "event", "server", "watch", "check") and path -> true.
+// "event", "server", "digest", "analyze", "watch", "check") and path -> true.
 func mayBeAbsent(t *testing.T) map[string]bool {
 	t.Helper()
 	b, err := os.ReadFile("../../docs/events.md")
@@ -41,7 +42,7 @@ func mayBeAbsent(t *testing.T) map[string]bool {
 		section = section[:end]
 	}
 	allowed := map[string]bool{}
-	row := regexp.MustCompile("(?m)^\\| (profile|event|server|watch|check) \\| (.+?) \\| .+\\|$")
+	row := regexp.MustCompile("(?m)^\\| (profile|event|server|digest|analyze|watch|check) \\| (.+?) \\| .+\\|$")
 	field := regexp.MustCompile("`([a-z_.\\[\\]]+)`")
 	for _, m := range row.FindAllStringSubmatch(section, -1) {
 		for _, f := range field.FindAllStringSubmatch(m[2], -1) {
@@ -137,7 +138,14 @@ func (w *jsonWalk) fields(typ reflect.Type, obj map[string]any, scope, path stri
 			continue
 		}
 		if f.Anonymous && name == "" { // embedded: its fields sit inline
-			w.fields(f.Type, obj, scope, path)
+			et, s, p := f.Type, scope, path
+			for et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if sc, ok := scopes[et]; ok {
+				s, p = sc, ""
+			}
+			w.fields(et, obj, s, p)
 			continue
 		}
 		if name == "" {
@@ -243,7 +251,7 @@ func TestJSONAbsentOnlyAsDocumented(t *testing.T) {
 			continue
 		}
 		w.name = "digest " + filepath.Base(l)
-		w.walkDoc(reflect.TypeFor[report.ProfileResult](), out, "profile")
+		w.walkDoc(reflect.TypeFor[offline.DigestResult](), out, "digest")
 		holdEvents(t, w.name, w.walkEvents(events), []string{"server_us"}, []string{"transit_us"})
 	}
 	for _, k := range []string{"profile:digests[].rows_examined", "profile:digests[].lock_us", "event:server_us",
@@ -251,6 +259,9 @@ func TestJSONAbsentOnlyAsDocumented(t *testing.T) {
 		if w.zeros[k] == 0 {
 			t.Errorf("digest: no fixture writes %s as 0: the fixtures do not exercise a known 0", k)
 		}
+	}
+	if w.objects["digest:"] != len(logs) || w.objects["profile:digests[]"] == 0 {
+		t.Errorf("digest: walked %d outputs of %d, %d rows", w.objects["digest:"], len(logs), w.objects["profile:digests[]"])
 	}
 	// percona-5.7.log: a class whose statement had InnoDB_queue_wait: 0,
 	// and one with "No InnoDB statistics available for this query".
@@ -274,9 +285,12 @@ func TestJSONAbsentOnlyAsDocumented(t *testing.T) {
 			continue
 		}
 		w.name = "analyze " + name
-		w.walkDoc(reflect.TypeFor[report.ProfileResult](), out, "profile")
+		w.walkDoc(reflect.TypeFor[offline.AnalyzeResult](), out, "analyze")
 		// The wire alone: the request's bytes, never the server's counters.
 		holdEvents(t, w.name, w.walkEvents(events), []string{"req_bytes"}, []string{"server_us", "lock_us", "rows_examined"})
+	}
+	if w.objects["analyze:"] != len(captures) || w.objects["profile:digests[]"] == 0 {
+		t.Errorf("analyze: walked %d outputs of %d, %d rows", w.objects["analyze:"], len(captures), w.objects["profile:digests[]"])
 	}
 	if w.absent["profile:digests[].rows_examined"] == 0 || w.zeros["profile:digests[].errors"] == 0 {
 		t.Errorf("analyze: the fixtures exercise neither an unknown rows_examined nor a known 0 (absent %v, zeros %v)", w.absent, w.zeros)
