@@ -65,10 +65,11 @@ type BPFRing struct {
 	links       []link.Link
 	clsact      *clsactFilter // the program's attachment when the kernel has no tcx
 	consumer    []byte        // the consumer position's page (read-write)
-	producer    []byte        // the producer position's page, then the data twice
+	producer    []byte        // the producer position's page, then the data
 	data        []byte
 	mask        uint64
-	offset      int64 // CLOCK_REALTIME − CLOCK_MONOTONIC, ns
+	wrapped     []byte // a record that wraps past the data's end, copied
+	offset      int64  // CLOCK_REALTIME − CLOCK_MONOTONIC, ns
 	// Hook says where the program runs: "tcx" or "clsact".
 	Hook   string
 	closed bool
@@ -171,20 +172,34 @@ func (s *BPFRing) attach(ifindex int, loopback, forceClsact bool) error {
 }
 
 // mmap maps the ring buffer: the consumer page read-write; the producer
-// page and the data, which the kernel maps twice in a row so that a record
-// that wraps reads as one slice, read-only.
+// page and the data, read-only. The kernel would map the data twice in a
+// row, so that a record that wraps reads as one slice, but every page
+// mapped twice counts twice in the process's resident size (a 64 MiB ring
+// read as 128 MiB); the data is mapped once, and the rare record that
+// wraps is copied whole into wrapped.
 func (s *BPFRing) mmap(size int) error {
 	page := os.Getpagesize()
 	var err error
 	if s.consumer, err = unix.Mmap(s.ring.FD(), 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		return fmt.Errorf("mapping the ring buffer's consumer page: %w", err)
 	}
-	if s.producer, err = unix.Mmap(s.ring.FD(), int64(page), page+2*size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+	if s.producer, err = unix.Mmap(s.ring.FD(), int64(page), page+size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 		return fmt.Errorf("mapping the ring buffer: %w", err)
 	}
 	s.data = s.producer[page:]
 	s.mask = uint64(size - 1)
 	return nil
+}
+
+// record returns the size bytes of the record at pos (after its header),
+// in place unless it wraps past the data's end.
+func (s *BPFRing) record(pos, size uint64) []byte {
+	if end := pos + size; end <= uint64(len(s.data)) {
+		return s.data[pos:end]
+	}
+	s.wrapped = append(s.wrapped[:0], s.data[pos:]...)
+	s.wrapped = append(s.wrapped, s.data[:pos+size-uint64(len(s.data))]...)
+	return s.wrapped
 }
 
 // clock measures the offset from the program's clock (monotonic) to the
@@ -218,7 +233,8 @@ func (s *BPFRing) Each(minSize uint64, fn func(rec []byte)) int {
 		}
 		size := uint64(hdr &^ (ringbufBusy | ringbufDiscard))
 		if hdr&ringbufDiscard == 0 && size >= minSize {
-			fn(s.data[cons&s.mask+ringbufHdrLen:][:size])
+			// The header is 8-aligned in a ring of pages: it never wraps.
+			fn(s.record((cons+ringbufHdrLen)&s.mask, size))
 			n++
 		}
 		cons += (size + ringbufHdrLen + 7) &^ 7
