@@ -37,8 +37,9 @@ type OwnCost struct {
 	// JoinedConns of AppConns: the application's connections on the wire
 	// that the processlist last listed, and how many of them the join
 	// sample held at the end ("1 in 512" says little with 8).
-	JoinedConns int `json:"joined_conns,omitempty"`
-	AppConns    int `json:"app_conns,omitempty"`
+	// Both are known only with a budget (nil without one).
+	JoinedConns *int `json:"joined_conns,omitempty"`
+	AppConns    *int `json:"app_conns,omitempty"`
 }
 
 // ownCPU is the CPU time this process used so far (user + system).
@@ -119,7 +120,10 @@ func (g *governor) observe(now time.Time, cpu time.Duration, cur uint16, followe
 	used := cpu - g.lastCPU
 	share := float64(used) / float64(elapsed) / float64(g.cpus)
 	allowed := time.Duration(g.budget * float64(g.cpus) * float64(elapsed))
-	g.credit = min(g.credit+allowed-used, g.maxCredit())
+	// The debt is bounded like the credit: after an hour over budget (a
+	// floored sample, a cost the sample cannot cut) the quiet that follows
+	// must not take hours to earn back what the next burst needs.
+	g.credit = max(min(g.credit+allowed-used, g.maxCredit()), -g.maxCredit())
 	g.lastCPU, g.lastAt = cpu, now
 	if g.settle > 0 {
 		g.settle -= max(int((elapsed+250*time.Millisecond)/time.Second), 1)

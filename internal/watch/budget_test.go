@@ -151,3 +151,23 @@ func TestBudgetProcs(t *testing.T) {
 		}
 	}
 }
+
+// The debt is bounded like the credit: an hour far over budget at the
+// sample's floor, then a quiet server, and the sample grows back within a
+// minute, not hours.
+func TestGovernorDebtIsBounded(t *testing.T) {
+	g := newGovernor(0.01, time.Unix(1000, 0), 0)
+	over := make([]float64, 3600)
+	for i := range over {
+		over[i] = 0.2 // 20x the budget, whatever the sample
+	}
+	got := govRun(g, 1, 1e9, over...)
+	cut := got[len(got)-1]
+	if cut <= 1 {
+		t.Fatalf("an hour at 20x the budget left the sample at 1 in %d", cut)
+	}
+	quiet := govRun(g, cut, 1e9, make([]float64, 60)...)
+	if back := quiet[len(quiet)-1]; back >= cut {
+		t.Fatalf("a minute of quiet after an hour over budget: still 1 in %d (was %d), the debt not bounded", back, cut)
+	}
+}
