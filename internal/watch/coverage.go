@@ -28,10 +28,10 @@ type Coverage struct {
 	OutliersJoined int64 `json:"outliers_joined"`
 	// QueueDropped: statements captured but lost before the join (queue
 	// overflow): not in Seen.
-	QueueDropped int64 `json:"queue_dropped,omitempty"`
+	QueueDropped int64 `json:"queue_dropped"`
 	// OutputDropped: statements counted here that reached no sink (events
 	// file, store, exporters) because those fell behind by a whole queue.
-	OutputDropped int64 `json:"output_dropped,omitempty"`
+	OutputDropped int64 `json:"output_dropped"`
 	// Server rows read (history_long's new rows plus those the targeted
 	// reads fed) = joined + merged + nested + background + unmatched +
 	// sampled out + duplicates.
@@ -52,7 +52,7 @@ type Coverage struct {
 	// ThreadsFromWire: threads that had ended before their rows were read
 	// (performance_schema no longer names their connection), identified
 	// from the wire statements their rows fit.
-	ThreadsFromWire int64 `json:"threads_from_wire,omitempty"`
+	ThreadsFromWire int64 `json:"threads_from_wire"`
 }
 
 // coverageTally counts what reaches the sink (under the sink's lock).

@@ -77,8 +77,8 @@ func writeOwnCost(out io.Writer, o watch.OwnCost) {
 		fmt.Fprintf(out, " (budget %g%%", 100*o.Budget)
 		if n := len(o.Steps); n > 0 {
 			fmt.Fprintf(out, "; joining the fast statements of 1 in %d connections at the end", o.Steps[n-1].Sample)
-			if o.AppConns > 0 {
-				fmt.Fprintf(out, ": %d of %d", o.JoinedConns, o.AppConns)
+			if o.AppConns != nil && *o.AppConns > 0 && o.JoinedConns != nil {
+				fmt.Fprintf(out, ": %d of %d", *o.JoinedConns, *o.AppConns)
 			}
 		}
 		fmt.Fprint(out, ")")

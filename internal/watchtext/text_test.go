@@ -14,7 +14,7 @@ import (
 func TestWriteOwnCost(t *testing.T) {
 	var b strings.Builder
 	writeOwnCost(&b, watch.OwnCost{CPUSeconds: 1.5, CPUs: 2, Share: 0.015, Budget: 0.01,
-		Steps: []watch.SampleStep{{Sample: 8}, {Sample: 512}}, JoinedConns: 1, AppConns: 8})
+		Steps: []watch.SampleStep{{Sample: 8}, {Sample: 512}}, JoinedConns: ptr(1), AppConns: ptr(8)})
 	want := "watch itself: 1.5 s CPU, 1.50% of 2 CPUs (budget 1%; joining the fast statements of 1 in 512 connections at the end: 1 of 8)"
 	if !strings.HasPrefix(b.String(), want) {
 		t.Fatalf("got %q, want %q", b.String(), want)
@@ -39,3 +39,5 @@ func TestDescribePath(t *testing.T) {
 		t.Errorf("local: %s", got)
 	}
 }
+
+func ptr(n int) *int { return &n }
