@@ -29,7 +29,8 @@ const (
 // the statement's source implies it:
 //   - a wire statement (Conn set) knows req_bytes: the wire saw the request;
 //   - a statement joined to a server row (Joined, or JoinSource set: a
-//     withheld split) knows server_us;
+//     withheld split) knows server_us, and the join marks lock_us and
+//     rows_examined known (Known) from the row;
 //   - a server-only statement (reason no_capture or unix_socket) knows
 //     server_us, lock_us and rows_examined from its performance_schema row.
 //

@@ -821,6 +821,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	j.observe(c.rows.at(i), s)
 	first := j.take(c, i)
 	start, end, waitPS := first.StartUS, first.EndUS, first.TimerWait
+	lockPS, examined := first.LockTimePS, first.RowsExamined
 	var parts []event.StatementPart // the rows of a multi-statement query, when more than one
 	for i++; multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && i < c.rows.len(); i++ {
 		it := c.rows.at(i)
@@ -842,6 +843,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		}
 		parts = append(parts, partOf(r))
 		end, waitPS = max(end, r.EndUS), waitPS+r.TimerWait
+		lockPS, examined = lockPS+r.LockTimePS, examined+r.RowsExamined
 		j.take(c, i)
 		j.stats.Merged++
 	}
@@ -857,6 +859,10 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	if waitPS > 0 {
 		s.ServerUS = int64(waitPS / collect.PicosPerMicro)
 	}
+	// The server's own counters, summed over the request's rows: known
+	// now, 0 included.
+	s.LockUS, s.RowsExamined = int64(lockPS/collect.PicosPerMicro), examined
+	s.Known |= event.KnowsLockUS | event.KnowsRowsExamined
 	if first.Digest != "" {
 		s.Digest, s.DigestText = first.Digest, first.DigestText
 	}

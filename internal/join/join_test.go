@@ -121,12 +121,15 @@ func TestJoinMultiStatementAbsorbsRows(t *testing.T) {
 	next := wire(1, "COM_QUERY", "SELECT 4", 2000, 2100)
 	j.AddWire(s, 0)
 	j.AddWire(next, 0)
-	j.AddServer([]collect.ServerStatement{
+	rows := []collect.ServerStatement{
 		row(1, "statement/sql/set_option", "SET @x=1; SELECT 2; DO 3", 100, 200),
 		row(1, "statement/sql/select", "SELECT 2; DO 3", 210, 400),
 		row(1, "statement/sql/do", "DO 3", 410, 700),
 		row(1, "statement/sql/select", "SELECT 4", 2010, 2050),
-	}, readAfter)
+	}
+	rows[1].RowsExamined, rows[1].LockTimePS = 7, 3*collect.PicosPerMicro
+	rows[2].RowsExamined, rows[2].LockTimePS = 5, 2*collect.PicosPerMicro
+	j.AddServer(rows, readAfter)
 	if !s.Joined || s.QueueUS != 100 || s.ExecUS != 600 || s.DeliveryUS != 300 || s.ServerUS != 580 {
 		t.Fatalf("multi: joined=%v queue=%d exec=%d delivery=%d server=%d", s.Joined, s.QueueUS, s.ExecUS, s.DeliveryUS, s.ServerUS)
 	}
@@ -135,6 +138,14 @@ func TestJoinMultiStatementAbsorbsRows(t *testing.T) {
 	}
 	if len(s.Statements) != 3 || s.Statements[2].ServerUS != 290 || next.Statements != nil {
 		t.Errorf("the request's statements %+v (the next query's %+v)", s.Statements, next.Statements)
+	}
+	// The server's counters, summed over the request's rows, known; the
+	// next query's are known zeros.
+	if s.RowsExamined != 12 || s.LockUS != 5 || !s.Knows(event.KnowsLockUS|event.KnowsRowsExamined) {
+		t.Errorf("multi: rows_examined %d lock_us %d, want 12 and 5, known", s.RowsExamined, s.LockUS)
+	}
+	if next.RowsExamined != 0 || !next.Knows(event.KnowsRowsExamined) {
+		t.Errorf("next: rows_examined %d, want a known 0", next.RowsExamined)
 	}
 }
 
