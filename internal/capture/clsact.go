@@ -42,16 +42,19 @@ type clsactFilter struct {
 var clsactPrio atomic.Uint32
 
 // attachClsact adds the clsact qdisc if missing and one filter running the
-// program fd per direction.
-func attachClsact(ifindex, progFD int, egressOnly bool) (*clsactFilter, error) {
+// program fd per direction asked.
+func attachClsact(ifindex, progFD int, egress, ingress bool) (*clsactFilter, error) {
 	err := rtnetlink(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_EXCL,
 		tcmsg(ifindex, 0xFFFF0000, tcHClsact, 0), attr(unix.TCA_KIND, cstring("clsact")))
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return nil, fmt.Errorf("adding a clsact qdisc: %w", err)
 	}
 	f := &clsactFilter{ifindex: ifindex, prio: uint16(0xC000 + (os.Getpid()+int(clsactPrio.Add(1)))%0x3000)}
-	parents := []uint32{tcHClsactEgr}
-	if !egressOnly {
+	var parents []uint32
+	if egress {
+		parents = append(parents, tcHClsactEgr)
+	}
+	if ingress {
 		parents = append(parents, tcHClsactIngr)
 	}
 	fdAttr := make([]byte, 4)

@@ -87,10 +87,22 @@ type BPFBuild func(l2 int32, ringFD, dropsFD int) ebpfasm.Instructions
 // has no tcx, and maps a ring buffer of ringMB MiB (rounded up to a power
 // of two). It needs CAP_BPF and CAP_NET_ADMIN (root).
 func AttachBPF(iface string, ringMB int, build BPFBuild) (_ *BPFRing, err error) {
-	return attachBPF(iface, ringMB, build, false)
+	return attachBPF(iface, ringMB, build, hooks{})
 }
 
-func attachBPF(iface string, ringMB int, build BPFBuild, forceClsact bool) (_ *BPFRing, err error) {
+// hooks says where a program runs beyond AttachBPF's default.
+type hooks struct {
+	// clsact: a clsact filter even where the kernel has tcx (tests).
+	clsact bool
+	// loIngress: on loopback, the ingress hook rather than egress. The
+	// capture's timestamps then come from where the AF_PACKET ring's do
+	// (its tap on loopback sees the packet coming back in, just before
+	// tc ingress), not from the sender's write: an answer's last packet
+	// would otherwise be stamped before the server's statement timer ends.
+	loIngress bool
+}
+
+func attachBPF(iface string, ringMB int, build BPFBuild, h hooks) (_ *BPFRing, err error) {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, fmt.Errorf("interface %q: %w", iface, err)
@@ -124,7 +136,7 @@ func attachBPF(iface string, ringMB int, build BPFBuild, forceClsact bool) (_ *B
 	if err != nil {
 		return nil, fmt.Errorf("loading the capture program: %w", err)
 	}
-	if err := s.attach(ifi.Index, loopback, forceClsact); err != nil {
+	if err := s.attach(ifi.Index, loopback, h); err != nil {
 		return nil, fmt.Errorf("attaching the capture program to %s (needs CAP_BPF and CAP_NET_ADMIN): %w", iface, err)
 	}
 	if err := s.mmap(int(size)); err != nil {
@@ -135,12 +147,18 @@ func attachBPF(iface string, ringMB int, build BPFBuild, forceClsact bool) (_ *B
 }
 
 // attach hooks the program at tcx, or, when the kernel has none (before
-// 6.6) or forceClsact, at a clsact qdisc.
-func (s *BPFRing) attach(ifindex int, loopback, forceClsact bool) error {
-	egressOnly := loopback
-	if !forceClsact {
-		attach := []ebpf.AttachType{ebpf.AttachTCXEgress}
-		if !egressOnly {
+// 6.6) or h.clsact, at a clsact qdisc.
+func (s *BPFRing) attach(ifindex int, loopback bool, h hooks) error {
+	egress, ingress := true, !loopback
+	if loopback && h.loIngress {
+		egress, ingress = false, true
+	}
+	if !h.clsact {
+		var attach []ebpf.AttachType
+		if egress {
+			attach = append(attach, ebpf.AttachTCXEgress)
+		}
+		if ingress {
 			attach = append(attach, ebpf.AttachTCXIngress)
 		}
 		var err error
@@ -163,7 +181,7 @@ func (s *BPFRing) attach(ifindex int, loopback, forceClsact bool) error {
 			return err
 		}
 	}
-	f, err := attachClsact(ifindex, s.prog.FD(), egressOnly)
+	f, err := attachClsact(ifindex, s.prog.FD(), egress, ingress)
 	if err != nil {
 		return fmt.Errorf("no tcx hook, and a clsact filter failed: %w", err)
 	}

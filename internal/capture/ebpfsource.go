@@ -66,7 +66,7 @@ func openEBPF(iface string, opts LiveOptions, forceClsact bool) (*EBPF, error) {
 	}
 	ring, err := attachBPF(iface, opts.RingMB, func(l2 int32, ringFD, dropsFD int) ebpfasm.Instructions {
 		return headerProgram(l2, opts.Ports, headBytes, tailBytes, ringFD, dropsFD, full.FD())
-	}, forceClsact)
+	}, hooks{clsact: forceClsact, loIngress: true})
 	if err != nil {
 		full.Close()
 		return nil, err
