@@ -58,12 +58,6 @@ type Options struct {
 	// the server's sockets' TCP_INFO only while this moves, when the
 	// stalled socket still exists.
 	Stalls *atomic.Int64
-	// Requests, when set, counts the client's segments that carry bytes
-	// (a request begins, or goes on): a live watch scans the server's
-	// running statements only after one, so that an idle server costs it
-	// no scans while a statement that starts after hours of quiet is still
-	// seen running.
-	Requests *atomic.Int64
 }
 
 func (o Options) withDefaults() Options {

@@ -43,9 +43,6 @@ type flow struct {
 	// fullAsked: the connection's whole answers were asked of the kernel.
 	ans       answerFramer
 	fullAsked bool
-	// own: gapscope's own connection (a statement carried its mark): its
-	// requests are not counted in Options.Requests.
-	own bool
 }
 
 // segment advances the flow with one TCP segment.
@@ -78,9 +75,6 @@ func (f *flow) segment(p *packet, srcIsA bool) {
 	}
 	dir := f.dirOf(srcIsA)
 	if f.state == stateMySQL {
-		if dir == toServer && p.size > 0 && !f.own && f.t.opts.Requests != nil {
-			f.t.opts.Requests.Add(1)
-		}
 		f.window(dir, p)
 		f.data(dir, p)
 	}

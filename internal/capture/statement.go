@@ -42,7 +42,6 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 	}
 	if sqltext.IsOwn(ex.SQL) {
 		f.t.stats.OwnStatements++
-		f.own = true
 		return
 	}
 	s := f.newStatement(info)

@@ -542,26 +542,3 @@ func checkSpans(t *testing.T, s *event.Statement, want []event.Span) {
 		t.Errorf("spans %v, want %v", got, want)
 	}
 }
-
-// Options.Requests counts the client segments with bytes, but not those of
-// gapscope's own connections once one of their statements carried its mark
-// (watch's own polls must not wake its running scans).
-func TestTrackerCountsRequestsNotOwn(t *testing.T) {
-	var requests atomic.Int64
-	h := newHarness(Options{Requests: &requests})
-	own := newConv("10.0.0.1:40000", "10.0.0.2:3306")
-	h.feed(own.handshake(-1, -1)...)
-	h.feed(own.fromClient([]byte("/* gapscope */ SELECT NOW(6)")), own.fromServer([]byte("x\n")))
-	h.feed(own.fromClient([]byte("/* gapscope */ SELECT 1")), own.fromServer([]byte("x\n")))
-	if got := requests.Load(); got != 1 {
-		t.Fatalf("Requests %d after two own statements, want 1 (the one before the mark was seen)", got)
-	}
-	app := newConv("10.0.0.1:40001", "10.0.0.2:3306")
-	h.feed(app.handshake(-1, -1)...)
-	before := requests.Load()
-	h.feed(app.fromClient([]byte("SELECT 2")), app.fromServer([]byte("x\n")))
-	h.feed(app.fromClient([]byte("SELECT 3")), app.fromServer([]byte("x\n")))
-	if got := requests.Load() - before; got != 2 {
-		t.Fatalf("Requests moved by %d for two application statements, want 2", got)
-	}
-}

@@ -219,7 +219,6 @@ func (e *engine) connect(ctx context.Context) error {
 func (e *engine) newPoller(caps collect.Capabilities) *poller {
 	return &poller{db: e.db, addr: e.addr, own: e.own, clock: e.clock, sink: e.sink, sample: e.sample, side: e.side,
 		notes: &e.notes, losses: &e.losses, slow: e.wire.slow, newConns: e.wire.newConns, wireConns: &e.wire.connsSeen,
-		requests:  activityGate{count: &e.wire.requests},
 		pollEvery: e.opts.PollInterval, minPollEvery: e.opts.MinPollInterval, enableConsumers: e.opts.EnableConsumers,
 		caps: caps, info: caps.Server}
 }
@@ -261,7 +260,7 @@ func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error)
 		ports = []uint16{portOf(e.addr)}
 	}
 	live, err := capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
-		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls, Requests: &e.wire.requests},
+		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
 		RingMB: e.opts.RingMB, Source: e.opts.Capture})
 	if err != nil {
 		e.sample.set(capture.All)
@@ -477,8 +476,7 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	}
 	if g := e.poll.gov; g != nil {
 		o.Budget, o.Steps = g.budget, g.steps
-		joined, app := e.poll.followedConns(e.sample.get())
-		o.JoinedConns, o.AppConns = &joined, &app
+		o.JoinedConns, o.AppConns = e.poll.followedConns(e.sample.get())
 	}
 	return o
 }

@@ -8,11 +8,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/sandbox"
 )
 
@@ -125,46 +123,4 @@ func procRSSKB(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmRSS in the process's status")
 	return 0
-}
-
-// The running scans wait for a request: three seconds of an idle server
-// cost a few scans, not thirty, and a statement that starts after the
-// quiet (its client gone right after it) is still read running and
-// joined whole.
-func TestIdleScansWaitForARequest(t *testing.T) {
-	inst, _, ctx := fieldServer(t)
-	var slow []event.Statement
-	var mu sync.Mutex
-	opts := DefaultOptions()
-	opts.DSN, opts.Iface = monitorDSN(t, inst), "lo"
-	opts.Sinks = append(opts.Sinks, StatementFunc(func(s *event.Statement) {
-		if strings.Contains(s.SQL, "SLEEP") || strings.Contains(s.DigestText, "SLEEP") {
-			mu.Lock()
-			slow = append(slow, *s)
-			mu.Unlock()
-		}
-	}))
-	res := runDuring(t, ctx, opts, func() error {
-		time.Sleep(3 * time.Second) // idle
-		db, err := inst.Open("")
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		_, err = db.ExecContext(ctx, "SELECT SLEEP(1)")
-		return err
-	})
-	scans := res.ServerSide.RunningScans
-	t.Logf("running scans %d over the run; statements %+v", scans, slow)
-	if scans > 20 {
-		t.Errorf("%d running scans over 3 s of an idle server and one statement of 1 s: the scans did not wait for requests", scans)
-	}
-	if scans < 2 {
-		t.Errorf("%d running scans: the 1 s statement after the quiet was not read while it ran", scans)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(slow) != 1 || !slow[0].Joined || slow[0].ExecUS < 950_000 {
-		t.Fatalf("the statement after the quiet: %+v, want it joined with its 1 s", slow)
-	}
 }

@@ -51,9 +51,6 @@ type poller struct {
 	// wireConns counts the connections the wire saw open (the wire
 	// stage's atomic), against the server's Connections counter.
 	wireConns *atomic.Int64
-	// requests follows the client segments with bytes the capture saw
-	// (the wire stage's count): the running scans wait for them.
-	requests activityGate
 	// pollEvery and minPollEvery bound the interval between reads of
 	// history_long (Options.PollInterval, MinPollInterval);
 	// enableConsumers lets it turn on the consumers it needs.

@@ -75,8 +75,6 @@ type targets struct {
 	running   map[uint64][]collect.ServerStatement
 	scannedAt time.Time
 	busyUntil time.Time // scans run at the busy pace until then (scanPace)
-	// sawRunning: the last scan found statements running (worthScanning).
-	sawRunning bool
 	// missed counts outliers whose row no read found, under missM: the
 	// joiner's goroutines read it for their notes.
 	missM  sync.Mutex
@@ -300,9 +298,6 @@ func (p *poller) scanRunning(ctx context.Context) {
 		return
 	}
 	t.scannedAt = now
-	if !p.worthScanning(now) {
-		return
-	}
 	clock, _ := p.clock.Clock()
 	rows, err := t.reader.ReadRunning(ctx, p.db, atLeast, clock)
 	p.side.serverM.Lock()
@@ -312,25 +307,12 @@ func (p *poller) scanRunning(ctx context.Context) {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
 	t.remember(rows)
-	t.sawRunning = len(rows) > 0
 	if len(rows) > 0 {
 		// A statement long enough to be seen running may be a unix-socket
 		// client's, whose connection can end before the history is read:
 		// learn its thread (and its connection's type) while it lives.
 		p.learn.pending = true
 	}
-}
-
-// worthScanning: a statement may be running that no scan saw end. Only
-// a request the capture saw since the last scan, a statement the last
-// scan found running, or clients the wire cannot see (unseen, or no
-// capture at all) can start one: on an idle server the scans, ten reads of
-// events_statements_current a second, were most of watch's cost. A
-// statement that starts after hours of quiet sends its request first, and
-// the next scan reads it.
-func (p *poller) worthScanning(now time.Time) bool {
-	moved := p.requests.open() // always: it remembers where the count stands
-	return moved || p.targets.sawRunning || p.noWire || now.Before(p.unseenUntil)
 }
 
 // remember adds the statements a scan saw running to their connections'

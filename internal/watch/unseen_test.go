@@ -44,36 +44,3 @@ func TestNoteUnseenForgivesALaggingWire(t *testing.T) {
 		}
 	}
 }
-
-// The running scans read the server only when a statement may be running:
-// after the capture saw a request, while the last scan found one running,
-// while clients the wire cannot see are about, or without a capture.
-func TestScansWaitForARequest(t *testing.T) {
-	var requests atomic.Int64
-	p := &poller{requests: activityGate{count: &requests}, targets: newTargets(true, true)}
-	now := time.Now()
-	if p.worthScanning(now) {
-		t.Fatal("an idle wire is worth a scan")
-	}
-	requests.Add(1)
-	if !p.worthScanning(now) {
-		t.Fatal("a request the capture saw is not worth a scan")
-	}
-	if p.worthScanning(now) {
-		t.Fatal("the same request is worth a second scan")
-	}
-	p.targets.sawRunning = true
-	if !p.worthScanning(now) {
-		t.Fatal("a statement the last scan saw running is not worth the next")
-	}
-	p.targets.sawRunning = false
-	p.unseenUntil = now.Add(time.Second)
-	if !p.worthScanning(now) {
-		t.Fatal("clients the wire cannot see are not worth a scan")
-	}
-	p.unseenUntil = time.Time{}
-	p.noWire = true
-	if !p.worthScanning(now) {
-		t.Fatal("without a capture the scans do not run")
-	}
-}

@@ -41,9 +41,6 @@ type wireStage struct {
 	// window stalls the capture saw begin (capture.Options.Stalls): the
 	// kernel socket reads wait for them.
 	taken, stalls atomic.Int64
-	// requests counts the client segments with bytes the capture saw
-	// (capture.Options.Requests): the running scans wait for them.
-	requests atomic.Int64
 }
 
 // maxKnownConns bounds the connections the stage remembers: past it, it
