@@ -476,7 +476,8 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	}
 	if g := e.poll.gov; g != nil {
 		o.Budget, o.Steps = g.budget, g.steps
-		o.JoinedConns, o.AppConns = e.poll.followedConns(e.sample.get())
+		joined, app := e.poll.followedConns(e.sample.get())
+		o.JoinedConns, o.AppConns = &joined, &app
 	}
 	return o
 }
