@@ -394,7 +394,14 @@ func addNote(notes, shared []string) []string {
 // tell (the ring's losses are known here, not in the joiner).
 func (e *engine) joined(s *event.Statement) {
 	if !s.Joined && len(s.Notes) > 0 {
-		if (s.Why == event.NoRow || s.Why == event.Expired || s.Why == event.RunEnd) && e.losses.covers(s.TRespLast) {
+		waited := s.Why == event.NoRow || s.Why == event.Expired || s.Why == event.RunEnd
+		switch {
+		case waited && !s.Outlier && !joins(e.sample.get(), s.Conn):
+			// Handed to the joiner before the budget cut its connection
+			// out of the sample: the poller dropped its row since.
+			s.Notes[len(s.Notes)-1] = event.SampledOut.Text()
+			s.Why = event.SampledOut
+		case waited && e.losses.covers(s.TRespLast):
 			s.Notes[len(s.Notes)-1] = event.RingLost.Text() // the joiner's note, last
 			s.Why = event.RingLost
 		}

@@ -368,3 +368,37 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 		t.Fatalf("fed %v: end %d, want the last byte less the transit (3030600)", ok, r.EndUS)
 	}
 }
+
+// A statement handed to the joiner before the budget cut its connection
+// out of the join sample waits for a row the poller now drops: given up,
+// its reason is the sample, not the run's end; an outlier of the same
+// connection keeps the joiner's reason (slow rows are read on every
+// connection).
+func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
+	var got []*event.Statement
+	e := &engine{sample: newConnSample(capture.All), outlierMiss: newTargets(true, true).missNote()}
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}))
+	e.joiner = join.New(join.Options{}, e.joined)
+	cut := capture.Sample{N: 1024, Key: 1}
+	port := 40000
+	for cut.Follows(uint16(port)) {
+		port++
+	}
+	conn := "127.0.0.1:" + strconv.Itoa(port) + ">127.0.0.1:3306"
+	fast := &event.Statement{Conn: conn, ConnID: 3, Cmd: "COM_QUERY", TReqFirst: 10, TReqLast: 10, TRespFirst: 20, TRespLast: 20}
+	slow := &event.Statement{Conn: conn, ConnID: 3, Cmd: "COM_QUERY", Outlier: true, TReqFirst: 100, TReqLast: 100, TRespFirst: 300_000, TRespLast: 300_000}
+	e.joiner.AddWire(fast, 0)
+	e.joiner.AddWire(slow, 0)
+	e.sample.set(cut) // the governor cuts
+	e.joiner.FlushAll()
+	e.sink.out.close()
+	if fast.Joined || fast.Why != event.SampledOut {
+		t.Errorf("the fast statement given up after the cut: reason %s, want %s", fast.Why, event.SampledOut)
+	}
+	if slow.Why == event.SampledOut {
+		t.Errorf("the outlier given up after the cut says %s: slow rows are read on every connection", slow.Why)
+	}
+	if len(got) != 2 {
+		t.Errorf("%d statements reached the sinks, want 2", len(got))
+	}
+}
