@@ -7,13 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
@@ -21,6 +17,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/eventlog"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/selfprof"
 	"github.com/gapscope/gapscope/internal/store"
 	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/gapscope/gapscope/internal/watchtext"
@@ -189,14 +186,14 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		return err
 	}
 	if f.cpuProfile != "" {
-		stop, err := startCPUProfile(f.cpuProfile)
+		stop, err := selfprof.CPU(f.cpuProfile)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 	if f.memProfile != "" {
-		defer startMemProfile(f.memProfile, errOut)()
+		defer selfprof.Heap(f.memProfile, errOut)()
 	}
 	// The banner names the server the driver will reach (the defaults
 	// file's socket, say), and a DSN gapscope cannot use is refused before
@@ -275,65 +272,4 @@ func writeWatchResult(out io.Writer, res *watch.Result, f watchFlags) error {
 		return report.WriteJSON(out, res)
 	}
 	return watchtext.Write(out, res, f.top, report.TextWidth(0, out))
-}
-
-// startCPUProfile profiles gapscope until the returned function runs.
-// startMemProfile writes a heap profile to path.N on each SIGUSR1 and to
-// path when the returned stop runs (at exit). Each write follows a GC, so
-// the in-use figures are the live heap at that moment.
-func startMemProfile(path string, errOut io.Writer) (stop func()) {
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 1; ; n++ {
-			select {
-			case <-done:
-				return
-			case <-usr1:
-				if err := writeHeapProfile(fmt.Sprintf("%s.%d", path, n)); err != nil {
-					fmt.Fprintf(errOut, "warning: %v\n", err)
-				}
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(usr1)
-		close(done)
-		wg.Wait()
-		if err := writeHeapProfile(path); err != nil {
-			fmt.Fprintf(errOut, "warning: %v\n", err)
-		}
-	}
-}
-
-func writeHeapProfile(path string) error {
-	pf, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("creating heap profile: %w", err)
-	}
-	runtime.GC()
-	err = pprof.Lookup("heap").WriteTo(pf, 0)
-	if cerr := pf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing heap profile %s: %w", path, err)
-	}
-	return nil
-}
-
-func startCPUProfile(path string) (func(), error) {
-	pf, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("creating CPU profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(pf); err != nil {
-		pf.Close()
-		return nil, fmt.Errorf("starting CPU profile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
 }

@@ -3,19 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/export"
 	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/gapscope/gapscope/internal/web"
 	"github.com/go-sql-driver/mysql"
-	toolkit "github.com/prometheus/exporter-toolkit/web"
 	"github.com/spf13/pflag"
 )
 
@@ -57,7 +52,7 @@ func (f *exportFlags) check() error {
 		}
 	}
 	if f.http != "" {
-		if _, err := listenAddr(f.http); err != nil {
+		if _, err := export.ListenAddr(f.http); err != nil {
 			return usageError{err}
 		}
 	}
@@ -67,31 +62,11 @@ func (f *exportFlags) check() error {
 	return nil
 }
 
-// listenAddr turns --http into a listen address: a bare port or ":PORT"
-// listens on loopback; any other host only when the user names it.
-func listenAddr(flag string) (string, error) {
-	if _, err := strconv.ParseUint(flag, 10, 16); err == nil {
-		return net.JoinHostPort("127.0.0.1", flag), nil
-	}
-	host, port, err := net.SplitHostPort(flag)
-	if err != nil {
-		return "", fmt.Errorf("--http takes PORT, :PORT or HOST:PORT, not %q", flag)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return "", fmt.Errorf("--http: %q is not a port", port)
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // exporters are the running sinks and the HTTP server.
 type exporters struct {
 	sinks  []watch.Sink
 	otel   *export.OTel
-	srv    *http.Server
-	served chan error
+	srv    *export.Server
 	linger time.Duration
 }
 
@@ -100,12 +75,19 @@ type exporters struct {
 func startExporters(ctx context.Context, errOut io.Writer, f exportFlags, cfg *mysql.Config) (*exporters, error) {
 	x := &exporters{linger: f.httpLinger}
 	if f.http != "" {
-		if err := x.serve(errOut, f); err != nil {
+		prom, view := export.NewPrometheus(f.topDigests), web.New()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", prom.Handler())
+		mux.Handle("/", view.Handler())
+		srv, err := export.Serve(errOut, f.http, f.webConfig, mux)
+		if err != nil {
 			return nil, err
 		}
+		x.srv = srv
+		x.sinks = append(x.sinks, prom, view)
 	}
 	if export.OTelConfigured(f.otlpEndpoint) {
-		host, port := serverOf(cfg)
+		host, port := export.ServerAddress(cfg)
 		o, err := export.NewOTel(ctx, export.OTelOptions{Endpoint: f.otlpEndpoint, TraceRatio: f.traceRatio,
 			SlowUS: f.traceSlow.Microseconds(), ServerAddress: host, ServerPort: port})
 		if err != nil {
@@ -118,51 +100,8 @@ func startExporters(ctx context.Context, errOut io.Writer, f exportFlags, cfg *m
 	return x, nil
 }
 
-func (x *exporters) serve(errOut io.Writer, f exportFlags) error {
-	sec, err := loadWebConfig(f.webConfig)
-	if err != nil {
-		return err
-	}
-	addr, _ := listenAddr(f.http)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--http: %w", err)
-	}
-	prom, view := export.NewPrometheus(f.topDigests), web.New()
-	x.sinks = append(x.sinks, prom, view)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", prom.Handler())
-	mux.Handle("/", view.Handler())
-	// The toolkit's and net/http's own messages (a failed TLS handshake, a
-	// web config that no longer parses) go to stderr at warning level; a
-	// rejected password is answered 401 and never logged.
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	x.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	x.served = make(chan error, 1)
-	flags := &toolkit.FlagConfig{WebListenAddresses: &[]string{addr}, WebConfigFile: &f.webConfig}
-	go func() { x.served <- toolkit.Serve(ln, x.srv, flags, logger) }()
-	scheme := sec.scheme()
-	fmt.Fprintf(errOut, "serving %s://%s/ (live view) and %s://%s/metrics%s\n", scheme, ln.Addr(), scheme, ln.Addr(), sec.describe())
-	return nil
-}
-
-// serverOf is the server's host and port as the DSN names them (for
-// server.address), or "" over a socket.
-func serverOf(cfg *mysql.Config) (string, int) {
-	if cfg == nil || cfg.Net != "tcp" {
-		return "", 0
-	}
-	h, p, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return "", 0
-	}
-	n, _ := strconv.Atoi(p)
-	return h, n
-}
-
-// stop lingers if asked (the HTTP server keeps the final snapshot), then
-// flushes the OTLP exporters and closes the server.
+// stop flushes the OTLP exporters, lingers if asked (the HTTP server keeps
+// the final snapshot), then closes the server.
 func (x *exporters) stop() error {
 	var errs []error
 	if x.otel != nil {
@@ -171,13 +110,7 @@ func (x *exporters) stop() error {
 		cancel()
 	}
 	if x.srv != nil {
-		time.Sleep(x.linger)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = x.srv.Shutdown(ctx) // long polls of the page end here
-		cancel()
-		if err := <-x.served; !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, x.srv.Stop(x.linger))
 	}
 	return errors.Join(errs...)
 }

@@ -2,21 +2,6 @@ package main
 
 import "testing"
 
-// --http listens on loopback unless another interface is named.
-func TestListenAddr(t *testing.T) {
-	for in, want := range map[string]string{"9464": "127.0.0.1:9464", ":9464": "127.0.0.1:9464",
-		"0.0.0.0:9464": "0.0.0.0:9464", "[::1]:80": "[::1]:80", "localhost:1": "localhost:1"} {
-		if got, err := listenAddr(in); err != nil || got != want {
-			t.Errorf("listenAddr(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "host", "host:port", ":99999", "1.2.3.4"} {
-		if got, err := listenAddr(bad); err == nil {
-			t.Errorf("listenAddr(%q) = %q, want an error", bad, got)
-		}
-	}
-}
-
 func TestExportFlagsCheck(t *testing.T) {
 	for _, good := range []exportFlags{{topDigests: 100, traceRatio: 0.01, http: "9464"}, {}} {
 		if err := good.check(); err != nil {

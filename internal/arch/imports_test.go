@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"sandbox":    {},
 	"netlab":     {},
 	"eventlog":   {},
+	"selfprof":   {},
 	"capture":    {"event", "mysqlproto", "sqltext"},
 	"collect":    {"event", "sqltext"},
 	"join":       {"event", "capture", "collect", "mysqlproto", "sqltext"},

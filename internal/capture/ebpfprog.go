@@ -157,7 +157,7 @@ func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, 
 		ebpfasm.Sub.Imm(r7, l2),
 		ebpfasm.JSLT.Imm(r7, 1, BPFNext),
 	)
-	p = append(p, BPFReserveClass("reserve", r7, recordClasses, recordHeader, ringFD, "fill", BPFNext)...)
+	p = append(p, BPFReserveClass("reserve", r7, recordClasses, recordHeader, ringFD, "fill", BPFDrop)...)
 	// fill writes the record's header (the time, the payload's length, r7
 	// bytes copied from the IP header on, tail bytes after) and copies the r7.
 	fill := func(label string, tail int32) ebpfasm.Instructions {

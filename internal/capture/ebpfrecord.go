@@ -34,7 +34,8 @@ const (
 // smallest that holds the IP packet behind the record's header. A
 // loopback frame with offloads is larger than 64 KiB here (BIG TCP: lo's
 // tso_max_size is 512 KiB): the largest class holds 512 KiB; a larger
-// packet is not captured (a gap, counted).
+// packet is counted with the drops (the capture's kernel drops), never
+// passed over in silence.
 var recordClasses = []int32{128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 1<<16 + recordHeader,
 	1<<17 + recordHeader, 1<<18 + recordHeader, 1<<19 + recordHeader}
 

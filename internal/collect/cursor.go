@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -208,7 +209,7 @@ func estimateLost(mark uint64, keys []eventKey, idx []int) int64 {
 	for j, i := range idx {
 		rows[j] = keys[i]
 	}
-	slices.SortFunc(rows, func(a, b eventKey) int { return cmpU64(a.EventID, b.EventID) })
+	slices.SortFunc(rows, func(a, b eventKey) int { return cmp.Compare(a.EventID, b.EventID) })
 	first := rows[0]
 	if first.EventID <= mark+1 {
 		return 0
@@ -298,14 +299,4 @@ func groupByThread(keys []eventKey) map[uint64][]int {
 		out[k.Thread] = append(out[k.Thread], i)
 	}
 	return out
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"cmp"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -199,7 +200,7 @@ func lastPerThread(in []eventKey, size int) []eventKey {
 
 func (r *simRing) add(k eventKey, visible uint64) {
 	r.rows = append(r.rows, simRow{k, visible})
-	slices.SortStableFunc(r.rows, func(a, b simRow) int { return cmpU64(a.visible, b.visible) })
+	slices.SortStableFunc(r.rows, func(a, b simRow) int { return cmp.Compare(a.visible, b.visible) })
 }
 
 // poll reads the ring at now through c and returns the new keys.
@@ -448,10 +449,10 @@ func TestIncrementalMatchesWholeTable(t *testing.T) {
 }
 
 func cmpKey(a, b eventKey) int {
-	if c := cmpU64(a.Thread, b.Thread); c != 0 {
+	if c := cmp.Compare(a.Thread, b.Thread); c != 0 {
 		return c
 	}
-	return cmpU64(a.EventID, b.EventID)
+	return cmp.Compare(a.EventID, b.EventID)
 }
 
 // A connection left out of reads (ExceptConns) and then read again: what

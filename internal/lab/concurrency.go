@@ -183,7 +183,7 @@ func probeStep(ctx context.Context, o ConcurrencyOptions, dsn string, mon *sql.D
 		<-loadDone
 	}()
 	// Let every load connection open and start its first statement.
-	if !sleepCtx(ctx, 300*time.Millisecond+time.Duration(n)*5*time.Millisecond) {
+	if !workload.Sleep(ctx, 300*time.Millisecond+time.Duration(n)*5*time.Millisecond) {
 		return nil, ctx.Err()
 	}
 	res, err := probe.Run(ctx, probe.Options{DSN: dsn, Monitor: mon, Every: time.Millisecond, Count: o.RunsPerStep,
@@ -246,17 +246,6 @@ func minRunning(s probe.Series) float64 {
 		}
 	}
 	return m
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // raisePriority runs this process (the canary, the load, the monitor) at

@@ -197,10 +197,6 @@ func (s *digestSink) result(st slowlog.FileStats) *DigestResult {
 	return &DigestResult{ProfileResult: s.Profile.Result(), SlowLog: st}
 }
 
-// maxHosts bounds slowExtra's host cache: it saves work, never changes a
-// result.
-const maxHosts = 10_000
-
 // slowExtra turns what a slow-log event says beyond event.Statement into a
 // report.Extra, reusing one Extra and one Plan: the profile keeps nothing
 // of them but values and interned strings.
@@ -208,7 +204,7 @@ type slowExtra struct {
 	fingerprint bool
 	x           report.Extra
 	plan        report.Plan
-	hosts       map[string]string
+	hosts       slowlog.Interner
 	fper        sqltext.Fingerprinter // caches classes by the text's shape
 	// text fills the current statement's text when the reader left it
 	// out; fill is its FillText, bound once.
@@ -219,7 +215,7 @@ type slowExtra struct {
 }
 
 func newSlowExtra(fingerprint bool) slowExtra {
-	return slowExtra{fingerprint: fingerprint, hosts: map[string]string{}}
+	return slowExtra{fingerprint: fingerprint}
 }
 
 func (e *slowExtra) of(st *event.Statement, ev *slowlog.Event) *report.Extra {
@@ -245,21 +241,10 @@ func (e *slowExtra) fillText() {
 // host is the client's host name, or its IP when the log has no name
 // (pt-query-digest does the same), interned.
 func (e *slowExtra) host(ev *slowlog.Event) string {
-	h := ev.Host
-	if len(h) == 0 {
-		h = ev.IP
+	if len(ev.Host) == 0 {
+		return e.hosts.String(ev.IP)
 	}
-	if len(h) == 0 {
-		return ""
-	}
-	if s, ok := e.hosts[string(h)]; ok {
-		return s
-	}
-	s := string(h)
-	if len(e.hosts) < maxHosts {
-		e.hosts[s] = s
-	}
-	return s
+	return e.hosts.String(ev.Host)
 }
 
 // class is the event's pt-query-digest class: its Query ID and

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -254,18 +255,8 @@ func probeByName(pts []ProbePoint, name string) []ProbePoint {
 			out = append(out, p)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b ProbePoint) int { return cmpInt64(a.TimeUS, b.TimeUS) })
+	slices.SortStableFunc(out, func(a, b ProbePoint) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 type findingView struct {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -161,7 +162,7 @@ func (q *queueSeries) series() []GroupQueue {
 	}
 	out := make([]GroupQueue, 0, len(by))
 	for _, g := range by {
-		slices.SortFunc(g.Points, func(a, b QueuePoint) int { return cmpInt64(a.TimeUS, b.TimeUS) })
+		slices.SortFunc(g.Points, func(a, b QueuePoint) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
 		out = append(out, *g)
 	}
 	slices.SortFunc(out, func(a, b GroupQueue) int { return a.Group - b.Group })

@@ -100,7 +100,7 @@ func readSlowly(ctx context.Context, c *sql.Conn, delay time.Duration, res *Slow
 	}
 	defer rows.Close()
 	res.FirstResponse = time.Since(start)
-	if !sleep(ctx, delay) {
+	if !Sleep(ctx, delay) {
 		return ctx.Err()
 	}
 	woke := time.Now()

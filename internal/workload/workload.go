@@ -68,8 +68,8 @@ func connID(ctx context.Context, c *sql.Conn) (uint64, error) {
 	return id, nil
 }
 
-// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d or until ctx ends; it reports whether the full wait elapsed.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

@@ -20,25 +20,21 @@ type ConvertOptions struct {
 	LazyText bool
 }
 
-// maxInterned bounds the user/database/command strings kept for reuse.
-const maxInterned = 10_000
-
 // Converter turns events into gapscope statement events. It reuses its
 // buffers and caches, so it is not safe for concurrent use.
 type Converter struct {
 	norm   *sqltext.Normalizer
 	keep   bool
 	lazy   bool
-	intern map[string]string
+	intern Interner
 }
 
 // NewConverter returns a Converter.
 func NewConverter(opts ConvertOptions) *Converter {
 	return &Converter{
-		norm:   sqltext.NewNormalizer(opts.CacheSize),
-		keep:   opts.KeepLiterals,
-		lazy:   opts.LazyText,
-		intern: make(map[string]string),
+		norm: sqltext.NewNormalizer(opts.CacheSize),
+		keep: opts.KeepLiterals,
+		lazy: opts.LazyText,
 	}
 }
 
@@ -108,19 +104,7 @@ func (c *Converter) Text(ev *Event, dst *event.Statement) {
 }
 
 // str returns b as a string, shared between events with the same value.
-func (c *Converter) str(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if s, ok := c.intern[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if len(c.intern) < maxInterned {
-		c.intern[s] = s
-	}
-	return s
-}
+func (c *Converter) str(b []byte) string { return c.intern.String(b) }
 
 // adminCommands maps the names the server writes in "# administrator
 // command: X;" to the protocol command names gapscope uses elsewhere.

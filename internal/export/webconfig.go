@@ -1,4 +1,4 @@
-package main
+package export
 
 import (
 	"fmt"
@@ -10,39 +10,39 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// webSecurity is what a --web-config file turns on, read once at start to
+// WebSecurity is what a --web-config file turns on, read once at start to
 // check the file and to tell the user; the server itself (exporter-toolkit)
 // reads the file again on every connection and request, as every
 // Prometheus exporter does, so a renewed certificate or a changed user
 // needs no restart.
-type webSecurity struct {
+type WebSecurity struct {
 	tls   bool
 	users int
 }
 
-// loadWebConfig checks the file as exporter-toolkit will read it (unknown
+// LoadWebConfig checks the file as exporter-toolkit will read it (unknown
 // keys, unreadable or mismatched certificate and key, a client CA without
 // a client_auth_type, a password that is not a bcrypt hash) so that a bad
 // file fails before watch starts. "" is plain HTTP.
-func loadWebConfig(path string) (webSecurity, error) {
+func LoadWebConfig(path string) (WebSecurity, error) {
 	if path == "" {
-		return webSecurity{}, nil
+		return WebSecurity{}, nil
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return webSecurity{}, fmt.Errorf("--web-config: %w", err)
+		return WebSecurity{}, fmt.Errorf("--web-config: %w", err)
 	}
 	var c toolkit.Config
 	if err := yaml.UnmarshalStrict(raw, &c); err != nil {
-		return webSecurity{}, fmt.Errorf("--web-config %s: %w", path, err)
+		return WebSecurity{}, fmt.Errorf("--web-config %s: %w", path, err)
 	}
 	if err := checkBcryptUsers(c.Users); err != nil {
-		return webSecurity{}, fmt.Errorf("--web-config %s: %w", path, err)
+		return WebSecurity{}, fmt.Errorf("--web-config %s: %w", path, err)
 	}
 	if err := toolkit.Validate(path); err != nil {
-		return webSecurity{}, fmt.Errorf("--web-config %s: %w", path, err)
+		return WebSecurity{}, fmt.Errorf("--web-config %s: %w", path, err)
 	}
-	return webSecurity{tls: c.TLSConfig.IsEnabled(), users: len(c.Users)}, nil
+	return WebSecurity{tls: c.TLSConfig.IsEnabled(), users: len(c.Users)}, nil
 }
 
 // checkBcryptUsers names the user whose entry is not a bcrypt hash (the
@@ -62,16 +62,17 @@ func checkBcryptUsers[S ~string](users map[string]S) error {
 	return nil
 }
 
-func (s webSecurity) scheme() string {
+// Scheme is the URL scheme the server answers on.
+func (s WebSecurity) Scheme() string {
 	if s.tls {
 		return "https"
 	}
 	return "http"
 }
 
-// describe is what the startup line adds about authentication; basic auth
+// Describe is what the startup line adds about authentication; basic auth
 // over plain HTTP sends passwords in the clear, and says so.
-func (s webSecurity) describe() string {
+func (s WebSecurity) Describe() string {
 	switch {
 	case s.users > 0 && !s.tls:
 		return fmt.Sprintf(", basic auth (%d users) WITHOUT TLS: passwords cross the network in the clear", s.users)
