@@ -182,6 +182,9 @@ type Joiner struct {
 	// spans indexes the pending wire statements for connOfRows, built once
 	// per attributeAnon pass (candidates.go).
 	spans spanIndex
+	// partial: only a join sample's connections hand their statements in
+	// (SetPartial).
+	partial bool
 	// anon holds rows of ended threads not attributed yet: on a busy
 	// capture their wire statement can arrive after the poll that read them.
 	anon    []anonRow

@@ -142,6 +142,15 @@ func (j *Joiner) ObserveThread(thread, conn uint64) {
 	j.mu.Unlock()
 }
 
+// SetPartial tells the joiner whether it is given the wire statements of
+// only some connections (a join sample): an ended thread's rows then go
+// only where a trusted id offset names the connection they fit.
+func (j *Joiner) SetPartial(on bool) {
+	j.mu.Lock()
+	j.partial = on
+	j.mu.Unlock()
+}
+
 func (j *Joiner) learnThread(thread, id uint64) {
 	if len(j.threads) >= maxThreadMap {
 		clear(j.threads)
@@ -210,6 +219,16 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		if hits > 0 && miss <= allow && (n < 10 || off <= 3*n/20) {
 			fits = append(fits, tally{id, off})
 		}
+	}
+	if id, ok := j.ids.guess(rows[0].r.ThreadID); ok && j.partial {
+		// Under a join sample the connections left out have no wire
+		// statements here, so an ended thread of theirs can fit one that is
+		// in, alone: a trusted id offset that names another connection
+		// says whose it is. (Without one, the fit decides as below.)
+		if !slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) {
+			return 0
+		}
+		return id
 	}
 	if len(fits) > 1 {
 		// Several connections fit: the id offset may single one out.

@@ -295,3 +295,44 @@ func TestJoinEndedThreadsByIDOffset(t *testing.T) {
 		}
 	}
 }
+
+// Under a join sample only some connections hand their statements in: an
+// ended thread of a connection left out fits the one that is in, alone.
+// Whole, the joiner gives it that connection (a wrong row); partial, it
+// attributes a thread only where the id offset names the connection, and
+// the connection's own ended thread is joined.
+func TestJoinPartialEndedThreadNeedsTheOffset(t *testing.T) {
+	for _, partial := range []bool{false, true} {
+		rec := newRecorder(t)
+		j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+		j.SetPartial(partial)
+		var seen []collect.ServerStatement
+		for id := uint64(1); id <= idOffsetAgree; id++ {
+			r := row(id, "statement/sql/select", "SELECT 0", int64(id)*1000, int64(id)*1000+50)
+			r.ThreadID = id + 100
+			seen = append(seen, r)
+		}
+		j.AddServer(seen, 0)
+		// Connection 10 is in the sample, 11 left out: its statement never
+		// reaches the joiner, and its ended thread's row fits 10's.
+		in := answered(10, "SELECT ?", 100_000, 100_080, 100_080)
+		j.AddWire(in, 0)
+		outRow := row(0, "statement/sql/select", "SELECT 1", 100_010, 100_070) // 60 µs
+		outRow.ThreadID = 111
+		rows := []collect.ServerStatement{outRow}
+		if partial {
+			inRow := row(0, "statement/sql/select", "SELECT 1", 100_012, 100_068) // 56 µs
+			inRow.ThreadID = 110
+			rows = append(rows, inRow)
+		}
+		j.AddServer(rows, readAfter)
+		j.Flush(readAfter + anonGraceUS)
+		j.FlushAll()
+		switch {
+		case !partial && (!in.Joined || in.ServerUS != 60):
+			t.Errorf("whole: the left-out connection's thread was not given the connection in (joined %v, server %d µs): the test shows nothing", in.Joined, in.ServerUS)
+		case partial && (!in.Joined || in.ServerUS != 56):
+			t.Errorf("partial: connection 10 joined %v with %d µs, want its own thread's 56 µs: %+v", in.Joined, in.ServerUS, j.Stats())
+		}
+	}
+}

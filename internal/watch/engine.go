@@ -201,6 +201,7 @@ func (e *engine) connect(ctx context.Context) error {
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
 		ThreadPoolSize: e.poll.poolSize()}, e.joined)
+	e.joiner.SetPartial(e.sample.on()) // a fixed --sample; a budget's cuts say so as they come
 	e.poll.joiner = e.joiner
 	e.readsRows = e.poll.openHistory(ctx, table)
 	e.outlierMiss = e.poll.targets.missNote()

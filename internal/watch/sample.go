@@ -181,4 +181,7 @@ func joins(s capture.Sample, conn string) bool {
 func (p *poller) serverFollows(s capture.Sample) {
 	p.sample.set(s)
 	p.sample.replace(p.hosts)
+	if p.joiner != nil {
+		p.joiner.SetPartial(s.On())
+	}
 }
