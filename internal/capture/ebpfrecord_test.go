@@ -223,6 +223,21 @@ func TestHeadAnswersRetransmittedAndReordered(t *testing.T) {
 	if st := hp.th.Stats(); st.OutOfOrder != 1 || st.Gaps != 1 {
 		t.Errorf("a cut answer ahead of a hole: stats %+v, want the hole declared lost", st)
 	}
+	// A retransmission that carries new bytes only past what was captured
+	// of it: a gap, never bytes made up; the connection gets whole answers.
+	answer := resultSet(rowsOf(200, 40)...)
+	q := c.fromClient(mysqlPacket(0, append([]byte{comQuery}, "SELECT grown"...)))
+	first := c.fromServer(answer[:2000])
+	grown := first
+	grown.payload, grown.tsUS = answer[:5000], c.step(100)
+	c.sseq = first.seq + 5000
+	for _, s := range []seg{q, first, grown, c.fromServer(answer[5000:])} {
+		hp.th.Record(toRecord(s, testHead, testTail), testHead, s.tsUS)
+	}
+	last := hp.heads[len(hp.heads)-1]
+	if st := hp.th.Stats(); st.Gaps != 2 || st.FullFlows != 1 || last.SQL != "SELECT grown" || !slices.Contains(last.Notes, noteIncomplete) {
+		t.Errorf("retransmission growing past the head: stats %+v, last statement %q %v", st, last.SQL, last.Notes)
+	}
 }
 
 // BenchmarkHeadAnswer: a cut answer through the tracker allocates nothing
