@@ -74,8 +74,10 @@ func decodeRecord(rec []byte, head int, tsUS int64, p *packet) decodeResult {
 	if b == 0 {
 		return resultTCP // decodeTCP set size to the payload's length
 	}
+	// A cut packet is no larger than the largest class's (a larger size is
+	// a broken record, and would have the tracker fill megabytes).
 	at := recordHeader + recordMaxHeaders + head
-	if at+b > len(rec) || len(p.payload) > head || len(p.payload)+b >= size {
+	if at+b > len(rec) || len(p.payload) > head || len(p.payload)+b >= size || size > int(recordClasses[len(recordClasses)-1]) {
 		return resultMalformed
 	}
 	p.tail, p.size = rec[at:at+b], size

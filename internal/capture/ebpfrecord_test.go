@@ -223,6 +223,21 @@ func TestHeadAnswersRetransmittedAndReordered(t *testing.T) {
 	if st := hp.th.Stats(); st.OutOfOrder != 1 || st.Gaps != 1 {
 		t.Errorf("a cut answer ahead of a hole: stats %+v, want the hole declared lost", st)
 	}
+	// A retransmission that carries new bytes only past what was captured
+	// of it: a gap, never bytes made up; the connection gets whole answers.
+	answer := resultSet(rowsOf(200, 40)...)
+	q := c.fromClient(mysqlPacket(0, append([]byte{comQuery}, "SELECT grown"...)))
+	first := c.fromServer(answer[:2000])
+	grown := first
+	grown.payload, grown.tsUS = answer[:5000], c.step(100)
+	c.sseq = first.seq + 5000
+	for _, s := range []seg{q, first, grown, c.fromServer(answer[5000:])} {
+		hp.th.Record(toRecord(s, testHead, testTail), testHead, s.tsUS)
+	}
+	last := hp.heads[len(hp.heads)-1]
+	if st := hp.th.Stats(); st.Gaps != 2 || st.FullFlows != 1 || last.SQL != "SELECT grown" || !slices.Contains(last.Notes, noteIncomplete) {
+		t.Errorf("retransmission growing past the head: stats %+v, last statement %q %v", st, last.SQL, last.Notes)
+	}
 }
 
 // BenchmarkHeadAnswer: a cut answer through the tracker allocates nothing
@@ -273,4 +288,43 @@ func BenchmarkHeadAnswer(b *testing.B) {
 		}
 		t.Record(recs[j], headBytes, ts[j])
 	}
+}
+
+// FuzzHeaderRecords feeds arbitrary header-only records (each behind a
+// 2-byte length) through the tracker with the real decoder: it must never
+// panic, and every statement must be internally consistent.
+func FuzzHeaderRecords(f *testing.F) {
+	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+	segs := c.handshake(7, 7)
+	segs = append(segs, c.fromServer(greetingPacket()), c.fromClient(handshakeResponse()), c.fromServer(mysqlPacket(2, okPacket)))
+	segs = append(segs, query(c, "SELECT many", resultSet(rowsOf(100, 40)...), 1500)...)
+	segs = append(segs, query(c, "SELECT big row", resultSet(rowsOf(1, 2000)...))...)
+	var seed []byte
+	for _, s := range segs {
+		r := toRecord(s, testHead, testTail)
+		seed = binary.BigEndian.AppendUint16(seed, uint16(len(r)))
+		seed = append(seed, r...)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr := NewTracker(Options{}, func(s *event.Statement) {
+			if s.TRespLast != 0 && s.ClientUS != s.TRespLast-s.TReqFirst {
+				t.Fatalf("client_us %d != %d - %d", s.ClientUS, s.TRespLast, s.TReqFirst)
+			}
+			if s.Rows < 0 || s.RespBytes < 0 || s.Conn == "" {
+				t.Fatalf("bad statement %+v", s)
+			}
+		})
+		tr.heads = true
+		tr.full = func(flowKey, bool, bool) {}
+		ts := int64(1_700_000_000_000_000)
+		for len(data) >= 2 {
+			n := min(int(binary.BigEndian.Uint16(data)), len(data)-2)
+			ts += 10
+			tr.Record(data[2:2+n], testHead, ts)
+			data = data[2+n:]
+		}
+		tr.Close(ts)
+	})
 }

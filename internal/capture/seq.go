@@ -80,13 +80,20 @@ func (f *flow) deliverPacket(dir mysqlproto.Direction, p *packet, from int) {
 		f.deliver(dir, p.tsUS, p.tail[from-tailAt:])
 		return
 	}
-	head := p.payload[min(from, len(p.payload)):]
-	if from > len(p.payload) {
-		// The fresh bytes of a retransmission start in the middle.
-		f.ans.skipped += int64(from - len(p.payload))
-		f.ans.lost = true
+	if dir == toServer || from > len(p.payload) {
+		// Bytes that were not captured where the decoder must have them: a
+		// request cut (the program cuts only answers, but a connection
+		// between two server ports has no answer side), or a
+		// retransmission whose fresh bytes start in the middle.
+		if dir == toClient && !f.inTLS {
+			f.ans.skipped += int64(p.size - from)
+		}
+		f.t.stats.Gaps++
+		f.gap(dir, p.tsUS)
+		f.wantFull()
+		return
 	}
-	f.answerCut(p.tsUS, head, p.tail, p.size-from)
+	f.answerCut(p.tsUS, p.payload[from:], p.tail, p.size-from)
 }
 
 // gap tells the decoder (or the TLS flight timer) that bytes were lost.
