@@ -238,3 +238,25 @@ func TestCapturePointFlag(t *testing.T) {
 		t.Errorf("--capture-point client: %+v, %v", o.CapturePoint, err)
 	}
 }
+
+// An unknown capture source, from the flag or the environment, is a usage
+// error before anything is opened (it degraded to server-only before).
+func TestCaptureSourceFlag(t *testing.T) {
+	_, err := runCmd(t, "watch", "--dsn", "u@tcp(127.0.0.1:1)/", "--capture", "moon")
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--capture") {
+		t.Errorf("--capture moon: %v (exit %d), want a usage error", err, exitCode(err))
+	}
+	t.Setenv("GAPSCOPE_CAPTURE", "moon")
+	f := watchFlags{dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, storeSample: 1, eventsKeep: 1, poll: time.Second, minPoll: time.Second,
+		maxWait: time.Second, capturePoint: "auto"}
+	if _, err := f.options(); exitCode(err) != exitUsage {
+		t.Errorf("GAPSCOPE_CAPTURE=moon: %v, want a usage error", err)
+	}
+	t.Setenv("GAPSCOPE_CAPTURE", "")
+	for _, src := range []string{"packet", "ebpf", "auto"} {
+		f.source = src
+		if o, err := f.options(); err != nil || o.Capture != src {
+			t.Errorf("--capture %s: %+v, %v", src, o.Capture, err)
+		}
+	}
+}

@@ -151,6 +151,9 @@ func (f *watchFlags) options() (watch.Options, error) {
 	if f.capturePoint == capture.PointUnknown || !capture.ValidCapturePoint(f.capturePoint) {
 		return watch.Options{}, usagef("--capture-point must be server, client, between or auto, not %q", f.capturePoint)
 	}
+	if src := capture.SourceOf(f.source); src != capture.SourcePacket && src != capture.SourceEBPF && src != capture.SourceAuto {
+		return watch.Options{}, usagef("--capture (or $%s) must be packet, ebpf or auto, not %q", capture.SourceEnv, src)
+	}
 	if f.sample == 0 {
 		return watch.Options{}, usagef("--sample must be 1 (every connection) or more")
 	}

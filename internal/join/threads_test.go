@@ -256,13 +256,7 @@ func TestJoinEndedThreadsByIDOffset(t *testing.T) {
 		rec := newRecorder(t)
 		j := New(Options{CalibrationErrorUS: 50}, rec.emit)
 		if trusted {
-			var seen []collect.ServerStatement
-			for id := uint64(1); id <= idOffsetAgree; id++ {
-				r := row(id, "statement/sql/select", "SELECT 0", int64(id)*1000, int64(id)*1000+50)
-				r.ThreadID = id + 100
-				seen = append(seen, r)
-			}
-			j.AddServer(seen, 0)
+			teachOffset(j)
 		}
 		// Connections 10, 11 and 12 run interleaved, same statement shape.
 		var wires []*event.Statement
@@ -306,13 +300,7 @@ func TestJoinPartialEndedThreadNeedsTheOffset(t *testing.T) {
 		rec := newRecorder(t)
 		j := New(Options{CalibrationErrorUS: 50}, rec.emit)
 		j.SetPartial(partial)
-		var seen []collect.ServerStatement
-		for id := uint64(1); id <= idOffsetAgree; id++ {
-			r := row(id, "statement/sql/select", "SELECT 0", int64(id)*1000, int64(id)*1000+50)
-			r.ThreadID = id + 100
-			seen = append(seen, r)
-		}
-		j.AddServer(seen, 0)
+		teachOffset(j)
 		// Connection 10 is in the sample, 11 left out: its statement never
 		// reaches the joiner, and its ended thread's row fits 10's.
 		in := answered(10, "SELECT ?", 100_000, 100_080, 100_080)
@@ -335,4 +323,16 @@ func TestJoinPartialEndedThreadNeedsTheOffset(t *testing.T) {
 			t.Errorf("partial: connection 10 joined %v with %d µs, want its own thread's 56 µs: %+v", in.Joined, in.ServerUS, j.Stats())
 		}
 	}
+}
+
+// teachOffset shows j idOffsetAgree live threads whose THREAD_ID is their
+// connection's id + 100: the offset it then trusts.
+func teachOffset(j *Joiner) {
+	var seen []collect.ServerStatement
+	for id := uint64(1); id <= idOffsetAgree; id++ {
+		r := row(id, "statement/sql/select", "SELECT 0", int64(id)*1000, int64(id)*1000+50)
+		r.ThreadID = id + 100
+		seen = append(seen, r)
+	}
+	j.AddServer(seen, 0)
 }
