@@ -8,9 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/gapscope/gapscope/internal/capture"
-	"github.com/gapscope/gapscope/internal/collect"
 )
 
 // SampleStep is one change of the connections whose statements a
@@ -264,88 +261,6 @@ func sampledSpan(steps []SampleStep, endUS int64) int64 {
 // formatShare prints a fraction as a percentage ("1%", "0.5%").
 func formatShare(f float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 100*f), "0"), ".") + "%"
-}
-
-// govern lets the CPU budget change the join sample: the connections
-// whose fast statements are joined (the wire side in takeWire, the server
-// side's reads here). The capture always takes every connection.
-func (p *poller) govern() {
-	if p.gov == nil {
-		return
-	}
-	cur := p.sample.get()
-	p.gov.key = p.pivotKey
-	now := time.Now()
-	next := p.budgetSample(p.gov.observe(now, ownCPU(), cur.N, p.followedRate))
-	if next == cur {
-		return
-	}
-	if next.N == cur.N { // the pivot connection went: the same share, other connections
-		p.gov.rekey(now, next.N)
-	}
-	p.serverFollows(next)
-}
-
-// budgetSample is the join sample a budgeted run keeps at 1 in n: keyed
-// by the pivot connection, so that however few connections there are and
-// whatever their ports hash to, a cut never leaves none joined (with
-// eight connections, a sample keyed 0 held none at 1 in 4 one time in
-// ten, and the governor then had to stay at 1 in 2).
-func (p *poller) budgetSample(n uint16) capture.Sample {
-	if n <= 1 {
-		return capture.All
-	}
-	return capture.Sample{N: n, Key: p.pivotKey}
-}
-
-// choosePivot keeps the pivot connection while the processlist lists it,
-// and otherwise picks another: a client on the wire that is not one of
-// watch's own, running a command when the processlist was read if one is
-// (a busy connection rather than an idle one in a pool), the lowest id
-// among equals so that reads agree.
-func (p *poller) choosePivot(procs []collect.Process) {
-	best, bestBusy := -1, false
-	for i, pr := range procs {
-		if _, ok := hostPort(pr.Host); !ok || p.own.isOwn(pr.Host) {
-			continue
-		}
-		if pr.Host == p.pivotHost {
-			return
-		}
-		busy := pr.Command != "Sleep"
-		if best < 0 || (busy && !bestBusy) || (busy == bestBusy && pr.ID < procs[best].ID) {
-			best, bestBusy = i, busy
-		}
-	}
-	if best < 0 {
-		return // nothing to pivot on: the key stays
-	}
-	port, _ := hostPort(procs[best].Host)
-	p.pivotHost, p.pivotKey = procs[best].Host, capture.PortKey(port)
-}
-
-// followedRate estimates the server's statements per second a 1-in-n
-// sample would follow: its rate times the share of the application's
-// connections the processlist last listed (on the wire) that the sample
-// would hold.
-func (p *poller) followedRate(n uint16) float64 {
-	rate := p.queryRate
-	held, wired := p.followedConns(p.budgetSample(n))
-	if wired == 0 {
-		return rate / float64(n)
-	}
-	return rate * float64(held) / float64(wired)
-}
-
-// followedConns counts the application's connections on the wire that
-// the processlist last listed, and those s follows.
-func (p *poller) followedConns(s capture.Sample) (held, wired int) {
-	for _, port := range p.appPorts {
-		if s.Follows(port) {
-			held++
-		}
-	}
-	return held, len(p.appPorts)
 }
 
 // BudgetProcs is how many Go processors (GOMAXPROCS) a run held to budget

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"time"
 
@@ -16,45 +17,46 @@ import (
 var neededConsumers = []string{collect.SourceCurrent, collect.SourceHistoryLong, collect.SourceHistory}
 
 // prepareConsumers returns the statement history table to read, enabling
-// missing consumers when allowed (restored on exit), or "" (wire only) with
-// a note saying how to enable them. Without the per-thread history alone,
+// missing consumers when enable allows (restore undoes that, nil when it
+// enabled nothing; caps then says they are on), or "" (wire only) with a
+// note saying how to enable them. Without the per-thread history alone,
 // it reads history_long and says what is lost.
-func (p *poller) prepareConsumers(ctx context.Context) string {
-	if !p.info.PerformanceSchema {
-		p.notes.add("performance_schema is OFF: wire only (no queue/exec split); enable with performance_schema=ON in my.cnf and restart")
-		return ""
+func prepareConsumers(ctx context.Context, db *sql.DB, caps collect.Capabilities, enable bool, notes *noteList) (table string, restore func(context.Context)) {
+	if !caps.Server.PerformanceSchema {
+		notes.add("performance_schema is OFF: wire only (no queue/exec split); enable with performance_schema=ON in my.cnf and restart")
+		return "", nil
 	}
 	var missing []string
 	for _, c := range neededConsumers {
-		if !p.caps.Consumers[c] {
+		if !caps.Consumers[c] {
 			missing = append(missing, c)
 		}
 	}
 	if len(missing) == 0 {
-		return collect.SourceHistoryLong
+		return collect.SourceHistoryLong, nil
 	}
-	if len(missing) == 1 && missing[0] == collect.SourceHistory && !p.enableConsumers {
-		p.notes.add("%s", NoteNoThreadHistory)
-		return collect.SourceHistoryLong
+	if len(missing) == 1 && missing[0] == collect.SourceHistory && !enable {
+		notes.add("%s", NoteNoThreadHistory)
+		return collect.SourceHistoryLong, nil
 	}
 	list := "'" + strings.Join(missing, "','") + "'"
-	enable := "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN (" + list + ")"
-	if !p.enableConsumers {
-		p.notes.add("performance_schema consumers off: %s: wire only; enable them with: %s (or run watch with --enable-consumers)", strings.Join(missing, ", "), enable)
-		return ""
+	turnOn := "UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME IN (" + list + ")"
+	if !enable {
+		notes.add("performance_schema consumers off: %s: wire only; enable them with: %s (or run watch with --enable-consumers)", strings.Join(missing, ", "), turnOn)
+		return "", nil
 	}
-	if _, err := p.db.ExecContext(ctx, collect.Mark+" "+enable); err != nil {
-		p.notes.add("could not enable consumers %s (%v): wire only", strings.Join(missing, ", "), err)
-		return ""
+	if _, err := db.ExecContext(ctx, collect.Mark+" "+turnOn); err != nil {
+		notes.add("could not enable consumers %s (%v): wire only", strings.Join(missing, ", "), err)
+		return "", nil
 	}
 	for _, c := range missing { // the diagnosis judges the run, not the server before it
-		p.caps.Consumers[c] = true
+		caps.Consumers[c] = true
 	}
-	p.restore = func(ctx context.Context) {
-		_, _ = p.db.ExecContext(ctx, collect.Mark+" UPDATE performance_schema.setup_consumers SET ENABLED='NO' WHERE NAME IN ("+list+")")
+	restore = func(ctx context.Context) {
+		_, _ = db.ExecContext(ctx, collect.Mark+" UPDATE performance_schema.setup_consumers SET ENABLED='NO' WHERE NAME IN ("+list+")")
 	}
-	p.notes.add("enabled consumers %s for this run; restored on exit", strings.Join(missing, ", "))
-	return collect.SourceHistoryLong
+	notes.add("enabled consumers %s for this run; restored on exit", strings.Join(missing, ", "))
+	return collect.SourceHistoryLong, restore
 }
 
 // NoteNoThreadHistory says what watch cannot do without the per-thread

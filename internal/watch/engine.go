@@ -28,11 +28,11 @@ import (
 //     join, without ever blocking the capture;
 //  3. join (loop and the poller, through the Joiner's lock): the loop
 //     hands queued statements to the joiner, or straight on when the join
-//     sample (connSample) leaves their connection out; the poller (poller,
+//     sample (joinSample) leaves their connection out; the poller (poller,
 //     on its own goroutine) reads history_long on its schedule and, for
 //     each outlier, its thread's own history and current statement
-//     (targets), and consults the CPU budget's policy (governor) to set
-//     the join sample;
+//     (targets), and lets the CPU budget's policy (governor) set the
+//     join sample, which it owns;
 //  4. window and diagnosis (sink): every finished statement, joined or
 //     not, reaches sink.add exactly once: the profile, the window the
 //     diagnosis reads, the live view's tallies and the coverage;
@@ -43,15 +43,16 @@ import (
 //
 // The wire statements stage and the poller are objects of their own
 // (wireStage, poller) that hold no engine: each one's state is touched by
-// its goroutine alone (the poller's also before it starts, by connect and
-// startCapture, and after it ended, by finish and the result). What they hand on leaves
+// its goroutine alone (the poller's also before it starts, by build, and
+// after it ended, by finish and the result). build makes every stage
+// complete before any goroutine starts. What they hand on leaves
 // through channels (the wire's, to the loop and the poller) and atomic
 // counters; what they share is in types that carry their own lock
 // (serverSide, the joiner, the sink, the join sample, notes, losses). The
 // main loop's own state is viewStage (the live view), embedded here.
 type engine struct {
-	// Set by Run and connect before any goroutine starts; read-only after
-	// (the pointers' targets are safe for concurrent use).
+	// Set by build before any goroutine starts; read-only after (the
+	// pointers' targets are safe for concurrent use).
 	opts   Options
 	own    *ownAddrs
 	db     *sql.DB
@@ -68,13 +69,14 @@ type engine struct {
 	// thread could not hold its row, given the consumers at the start.
 	outlierMiss string
 	// sample is the join sample: the connections whose fast statements
-	// are joined (the CPU budget's policy; all without a budget).
-	sample  *connSample
+	// are joined (the CPU budget's policy; all without a budget). The
+	// poller owns it; the engine reads it through get (and, after the
+	// poller ended, what the budget did).
+	sample  *joinSample
 	live    capture.Source // nil without a capture
 	sockets *socketWatch   // nil unless the server runs on this host
 	path    *pathWatch     // nil when the server runs on this host
-	// noWire: no capture this run (--no-capture, or it could not open; set
-	// by serverOnly).
+	// noWire: no capture this run (--no-capture, or it could not open).
 	noWire bool
 
 	// wire is the wire statements stage, on the capture's goroutine: its
@@ -140,31 +142,25 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 // saw. Cancelling ctx (Ctrl-C) is the normal way to stop: what was captured
 // is joined, diagnosed and returned, not lost.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	opts = opts.withDefaults()
-	own := newOwnAddrs()
-	e := &engine{opts: opts, own: own, sample: newConnSample(capture.Sample{N: opts.Sample}),
-		noWire: opts.NoCapture, wire: newWireStage(own, opts.QueueLen), side: &serverSide{}}
-	if err := e.connect(ctx); err != nil {
-		return nil, err
-	}
-	defer e.sink.out.close() // a run that fails after connect (finish closes it otherwise)
-	defer e.db.Close()
-	defer e.poll.restoreSettings()
-	runCtx, stop := ctx, context.CancelFunc(func() {})
-	if opts.Duration > 0 {
-		runCtx, stop = context.WithTimeout(ctx, opts.Duration)
-	}
-	defer stop()
-	started, startCPU := time.Now(), ownCPU()
-	capDone, err := e.startCapture(runCtx)
+	e, err := build(ctx, opts.withDefaults())
 	if err != nil {
 		return nil, err
 	}
-	pollDone := e.poll.start(runCtx, e.noWire)
+	defer e.sink.out.close() // a run that fails after build (finish closes it otherwise)
+	defer e.db.Close()
+	defer e.poll.restoreSettings()
+	runCtx, stop := ctx, context.CancelFunc(func() {})
+	if e.opts.Duration > 0 {
+		runCtx, stop = context.WithTimeout(ctx, e.opts.Duration)
+	}
+	defer stop()
+	started, startCPU := time.Now(), ownCPU()
+	capDone := e.startCapture(runCtx)
+	pollDone := e.poll.start(runCtx)
 	plansDone := e.startPlans(runCtx)
 	e.publishSnapshot() // sinks learn the server before its first statement
-	if opts.Ready != nil {
-		opts.Ready()
+	if e.opts.Ready != nil {
+		e.opts.Ready()
 	}
 	e.loop(runCtx)
 	capStats := e.finish(capDone, pollDone)
@@ -175,53 +171,98 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// connect opens the server connection and prepares the server side:
-// flavour, consumers, clock, statement cursor, joiner, and the poller
-// that reads it (its goroutine not started yet).
-func (e *engine) connect(ctx context.Context) error {
-	db, addr, err := openServer(ctx, e.opts, e.own)
+// build makes every stage of a run, complete, in the order they depend on
+// each other; no stage is changed after it is made. What a stage needs is
+// made before it:
+//
+//  1. the server connection and what it offers (caps);
+//  2. the consumers the reads need (enabled when allowed), which decide
+//     the table to read;
+//  3. the clock, calibrated on the server (its marker statement needs the
+//     consumers);
+//  4. the statement cursor (needs the table and the clock): whether server
+//     rows are read at all;
+//  5. the wire stage (it hands outliers to the poller only when rows are
+//     read) and the capture, opened but not started: without one the run
+//     is server-only;
+//  6. the sink (a server-only run's profile ranks by the server's time)
+//     and the joiner (the clock's error, the pool's size);
+//  7. the join sample, with the CPU budget's governor when the run has
+//     both a capture and rows to join;
+//  8. the socket or path watch;
+//  9. the poller, with all of the above; then its first reads (the
+//     connections already open, the server's start).
+//
+// A stage that is off is not made: no cursor, no capture, no governor,
+// no socket watch, no plan catcher.
+func build(ctx context.Context, opts Options) (*engine, error) {
+	own := newOwnAddrs()
+	db, addr, err := openServer(ctx, opts, own)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.db, e.addr = db, addr
 	caps, err := collect.GatherCapabilities(ctx, db)
 	if err != nil {
 		db.Close()
-		return err
+		return nil, err
 	}
+	e := &engine{opts: opts, own: own, db: db, addr: addr, side: &serverSide{}}
+	table, restore := prepareConsumers(ctx, db, caps, opts.EnableConsumers, &e.notes)
 	// watch reads no waits: it leaves the server's wait timer as it is.
 	e.clock = &collect.Recalibrator{DB: db, Interval: time.Minute, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
-	e.sink = newSink(e.opts.WindowSize, newOutputStage(e.opts.Sinks))
-	e.poll = e.newPoller(caps)
-	table := e.poll.prepareConsumers(ctx)
 	if err := e.clock.Once(ctx); err != nil && table != "" {
 		e.notes.add("clock calibration failed (%v): server times cannot be aligned; statements stay unjoined", err)
 		table = ""
 	}
+	cursor := openHistory(ctx, db, table, &e.notes)
+	e.readsRows = cursor != nil
+	e.wire = newWireStage(own, opts.QueueLen, e.readsRows)
+	if e.live, e.noWire, err = e.openCapture(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	e.sink = newSink(opts.WindowSize, newOutputStage(opts.Sinks), e.noWire)
 	clock, _ := e.clock.Clock()
-	e.joiner = join.New(join.Options{MaxWait: e.opts.MaxWait, CalibrationErrorUS: clock.ErrorUS,
-		ThreadPoolSize: e.poll.poolSize()}, e.joined)
+	poolSize := 0
+	if caps.Server.ThreadPool && caps.Server.ThreadPoolSize > 0 {
+		poolSize = caps.Server.ThreadPoolSize // group = connection id mod size on MariaDB
+	}
+	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize}, e.joined)
+	e.sample = e.newJoinSample()
 	e.joiner.SetPartial(e.sample.on()) // a fixed --sample; a budget's cuts say so as they come
-	e.poll.joiner = e.joiner
-	e.readsRows = e.poll.openHistory(ctx, table)
-	e.outlierMiss = e.poll.targets.missNote()
+	e.watchSockets()
+	targets := newTargets(caps.Consumers[collect.SourceHistory], caps.Consumers[collect.SourceCurrent])
+	e.outlierMiss = targets.missNote()
+	e.poll = &poller{db: db, addr: addr, own: own, clock: e.clock, joiner: e.joiner, sink: e.sink, sample: e.sample,
+		side: e.side, notes: &e.notes, losses: &e.losses, sockets: e.sockets, path: e.path,
+		slow: e.wire.slow, newConns: e.wire.newConns, wireConns: &e.wire.connsSeen,
+		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
+		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets}
 	e.poll.setIdentity()
 	e.poll.mapExistingConns(ctx)
 	e.poll.learnStart(ctx)
-	e.watchSockets()
-	e.poll.sockets, e.poll.path = e.sockets, e.path
 	e.liveVars = e.poolVars(ctx)
-	return nil
+	if opts.Plans {
+		e.plans = plans.NewCatcher(db, plans.Options{Threshold: opts.PlansThreshold})
+	}
+	return e, nil
 }
 
-// newPoller makes the poller stage for the server caps describes, with
-// the parts of the run it shares that exist by then (connect adds the
-// joiner and the socket watches).
-func (e *engine) newPoller(caps collect.Capabilities) *poller {
-	return &poller{db: e.db, addr: e.addr, own: e.own, clock: e.clock, sink: e.sink, sample: e.sample, side: e.side,
-		notes: &e.notes, losses: &e.losses, slow: e.wire.slow, newConns: e.wire.newConns, wireConns: &e.wire.connsSeen,
-		pollEvery: e.opts.PollInterval, minPollEvery: e.opts.MinPollInterval, enableConsumers: e.opts.EnableConsumers,
-		caps: caps, info: caps.Server}
+// newJoinSample is the run's join sample: a fixed --sample, or every
+// connection; with a CPU budget, a governor that changes it, when there
+// is something to join (a capture and the server's rows). A run without
+// a capture joins nothing, and samples nothing.
+func (e *engine) newJoinSample() *joinSample {
+	switch {
+	case e.noWire:
+		return newJoinSample(capture.All, nil, e.own)
+	case e.opts.Sample > 1:
+		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
+		return newJoinSample(capture.Sample{N: e.opts.Sample}, nil, e.own)
+	case e.opts.CPUBudget > 0 && e.readsRows:
+		return newJoinSample(capture.All, newGovernor(e.opts.CPUBudget, time.Now(), ownCPU()), e.own)
+	}
+	return newJoinSample(capture.All, nil, e.own)
 }
 
 // poolVars reads the settings the statement rules name (thread pool), for
@@ -240,63 +281,64 @@ func (e *engine) poolVars(ctx context.Context) map[string]string {
 	return out
 }
 
-// startCapture opens the live capture of every connection on the watched
-// ports; without permission it degrades to server-only and says so.
-func (e *engine) startCapture(ctx context.Context) (<-chan capture.Stats, error) {
-	done := make(chan capture.Stats, 1)
-	if e.noWire {
-		e.serverOnly("no capture (--no-capture)")
-		done <- capture.Stats{}
-		return done, nil
+// openCapture opens the live capture of every connection on the watched
+// ports (not started: startCapture runs it); without one (--no-capture,
+// no permission) the run is server-only, and a note says why.
+// An interface that cannot be chosen is an error: the user names one.
+func (e *engine) openCapture() (live capture.Source, noWire bool, err error) {
+	if e.opts.NoCapture {
+		e.noteServerOnly("no capture (--no-capture)")
+		return nil, true, nil
 	}
 	iface := e.opts.Iface
 	if iface == "" {
-		var err error
 		if iface, err = pickIface(hostOf(e.addr)); err != nil {
-			return nil, err
+			return nil, true, err
 		}
 	}
 	ports := e.opts.Ports
 	if len(ports) == 0 {
 		ports = []uint16{portOf(e.addr)}
 	}
-	live, err := capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
+	live, err = capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
 		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
 		RingMB: e.opts.RingMB, Source: e.opts.Capture})
 	if err != nil {
-		e.sample.set(capture.All)
-		e.serverOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
-		done <- capture.Stats{}
-		return done, nil
+		e.noteServerOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
+		err = nil
+		return nil, true, nil
 	}
-	e.live = live
 	if capture.SourceOf(e.opts.Capture) != capture.SourcePacket {
 		e.notes.add("capture: %s", live.Describe())
 	}
-	if e.sample.on() {
-		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
-	} else if e.opts.CPUBudget > 0 && e.readsRows {
-		e.poll.gov = newGovernor(e.opts.CPUBudget, time.Now(), ownCPU()) // the poller, not started yet, consults it
+	return live, false, nil
+}
+
+// startCapture runs the capture, if the run has one, until ctx ends; its
+// statistics come on the channel it returns.
+func (e *engine) startCapture(ctx context.Context) <-chan capture.Stats {
+	done := make(chan capture.Stats, 1)
+	if e.live == nil {
+		done <- capture.Stats{}
+		return done
 	}
-	e.wire.toPoller = e.readsRows // before the capture's goroutine reads it
 	go func() {
-		st, err := live.Run(ctx, e.wire.take)
+		st, err := e.live.Run(ctx, e.wire.take)
 		if err != nil {
 			e.notes.add("capture stopped: %v", err)
 		}
 		done <- st
 	}()
-	return done, nil
+	return done
 }
 
 // startPlans runs the plan catcher beside the poller when asked.
 func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
-	if !e.opts.Plans {
+	if e.plans == nil {
 		close(done)
 		return done
 	}
-	e.plans = plans.NewCatcher(e.db, plans.Options{Threshold: e.opts.PlansThreshold})
 	go func() {
 		defer close(done)
 		if err := e.plans.Run(ctx); err != nil && ctx.Err() == nil {
@@ -436,7 +478,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Duration) *Result {
 	elapsed := time.Since(started)
 	own := e.ownCost(elapsed, ownCPU()-startCPU)
-	if g := e.poll.gov; g != nil {
+	if g := e.sample.gov; g != nil {
 		if n := g.note(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
 			e.notes.add("%s", n)
 		}
@@ -482,11 +524,7 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 	if elapsed > 0 {
 		o.Share = cpu.Seconds() / elapsed.Seconds() / float64(o.CPUs)
 	}
-	if g := e.poll.gov; g != nil {
-		o.Budget, o.Steps = g.budget, g.steps
-		joined, app := e.poll.followedConns(e.sample.get())
-		o.JoinedConns, o.AppConns = &joined, &app
-	}
+	e.sample.cost(&o)
 	return o
 }
 

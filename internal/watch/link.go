@@ -162,11 +162,14 @@ func (p *poller) restartCursor(ctx context.Context, fromStart bool) bool {
 	}
 	p.caps, p.info = caps, caps.Server
 	p.setIdentity()
-	table := p.prepareConsumers(ctx)
+	table, restore := prepareConsumers(ctx, p.db, p.caps, p.enableConsumers, p.notes)
+	if restore != nil {
+		p.restore = restore
+	}
 	if table == "" {
 		return false
 	}
-	c, err := p.newCursor(ctx, table, !fromStart)
+	c, err := newJoinCursor(ctx, p.db, table, !fromStart)
 	if err != nil {
 		return false
 	}

@@ -19,27 +19,26 @@ import (
 // sample. It never touches the capture; a slow or lost server only delays
 // joins.
 //
-// Its state belongs to its goroutine (start): the engine prepares it
-// before the goroutine starts (connect; startCapture, the governor), and
-// finish and the result read it after it ended. It holds no engine: what
-// it shares with other goroutines is in the fields of the first block,
-// whose types are safe for concurrent use (side under serverM; the
-// joiner, the sink, the clock, the join sample, notes, losses and the
-// socket watches each under its own lock; db a pool; own copied on
-// write), and the channels it receives from (the wire's hand-offs).
+// Its state belongs to its goroutine (start): build makes it complete,
+// every dependency in place, before the goroutine starts, and finish and
+// the result read it after it ended. It holds no engine: what it shares
+// with other goroutines is in the fields of the first block, whose types
+// are safe for concurrent use (side under serverM; the joiner, the sink,
+// the clock, the join sample's get, notes, losses and the socket watches
+// each under its own lock; db a pool; own copied on write), and the
+// channels it receives from (the wire's hand-offs).
 type poller struct {
-	// Set before the goroutine starts and never changed after: when it is
-	// made, but for joiner, sockets and path, which connect sets once it
-	// made them (the joiner needs the clock calibrated, which needs the
-	// consumers the poller enables), and noWire (start).
-	db      *sql.DB
-	addr    string // the server's, for the port probe of an outage
-	own     *ownAddrs
-	clock   *collect.Recalibrator // re-calibrated here (its Run, resume); the result reads it
-	joiner  *join.Joiner          // where the rows go
-	sink    *sink                 // where the rows go without a wire (noWire)
-	sample  *connSample           // the join sample: set here, read by the loop
-	side    *serverSide           // what it learns of the server, for the loop and the result
+	// Set by build and never changed after.
+	db     *sql.DB
+	addr   string // the server's, for the port probe of an outage
+	own    *ownAddrs
+	clock  *collect.Recalibrator // re-calibrated here (its Run, resume); the result reads it
+	joiner *join.Joiner          // where the rows go
+	sink   *sink                 // where the rows go without a wire (noWire)
+	// sample is the join sample and the CPU budget: the poller owns it
+	// (learn, govern, keepRows); the loop reads its get.
+	sample  *joinSample
+	side    *serverSide // what it learns of the server, for the loop and the result
 	notes   *noteList
 	losses  *lossLog     // the polls whose reads found the ring had turned over
 	sockets *socketWatch // nil unless the server runs on this host
@@ -66,22 +65,11 @@ type poller struct {
 	restore func(context.Context)
 	cursor  *collect.StatementCursor // history_long, incremental
 	procs   collect.ProcesslistReader
-	hosts   map[uint64]string // the last processlist read: HOST by id
-	// appPorts are the client ports of the application's connections on
-	// the wire (not watch's own) in that read: what the governor's
-	// estimates count, for every sample it weighs.
-	appPorts []uint16
-	// pivotHost is the connection a budgeted sample is keyed on
-	// (choosePivot), pivotKey its key.
-	pivotHost string
-	pivotKey  uint32
-	gov       *governor // nil without a CPU budget
-	// sampleReadAt is when a sampled poll last re-read the processlist.
-	sampleReadAt time.Time
-	targets      *targets
-	lastPollAt   int64 // when history_long was last read
-	learn        threadLearner
-	link         serverLink
+	targets *targets
+	// lastPollAt is when history_long was last read.
+	lastPollAt int64
+	learn      threadLearner
+	link       serverLink
 	// status is the last read of rateStatus, statusAt when it was read;
 	// queryRate the server's statements per second since the read before;
 	// startedAt the server's start (Unix seconds), to tell a restart from
@@ -103,11 +91,10 @@ type poller struct {
 	wakes int64
 }
 
-// start runs the poller on its own goroutine until ctx ends; noWire says
-// the run has no capture. The channel it returns is closed once the
-// goroutine ended, the poller's state then being the caller's.
-func (p *poller) start(ctx context.Context, noWire bool) <-chan struct{} {
-	p.noWire = noWire
+// start runs the poller on its own goroutine until ctx ends. The channel
+// it returns is closed once the goroutine ended, the poller's state then
+// being the caller's.
+func (p *poller) start(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -358,7 +345,7 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 	}
 	read := len(got)
 	if p.sample.on() {
-		got = p.keepSampled(ctx, got)
+		got = p.sample.keepRows(got, func() { p.mapExistingConns(ctx) })
 	}
 	sampledOut := read - len(got)
 	got, dups := p.targets.dropFed(got)
@@ -391,31 +378,28 @@ func (p *poller) setIdentity() {
 	p.side.serverM.Unlock()
 }
 
-// openHistory prepares the reads of the server's statements from table
-// ("": none, wire only): the outliers' threads, with the consumers on
-// now, and history_long from now on. It reports whether a cursor opened.
-func (p *poller) openHistory(ctx context.Context, table string) bool {
-	p.targets = newTargets(p.caps.Consumers[collect.SourceHistory], p.caps.Consumers[collect.SourceCurrent])
+// openHistory opens the read of the server's statements from table ("":
+// none, wire only) from now on; nil when there is none.
+func openHistory(ctx context.Context, db *sql.DB, table string, notes *noteList) *collect.StatementCursor {
 	if table == "" {
-		return false
+		return nil
 	}
-	c, err := p.newCursor(ctx, table, true)
+	c, err := newJoinCursor(ctx, db, table, true)
 	if err != nil {
-		p.notes.add("reading %s failed (%v): wire only", table, err)
-		return false
+		notes.add("reading %s failed (%v): wire only", table, err)
+		return nil
 	}
-	p.cursor = c
-	return true
+	return c
 }
 
-// newCursor is a cursor on table for the join (a slow statement's row read
-// on every connection, whatever the join sample): from the history's
+// newJoinCursor is a cursor on table for the join (a slow statement's row
+// read on every connection, whatever the join sample): from the history's
 // start, or from now on when primed.
-func (p *poller) newCursor(ctx context.Context, table string, prime bool) (*collect.StatementCursor, error) {
+func newJoinCursor(ctx context.Context, db *sql.DB, table string, prime bool) (*collect.StatementCursor, error) {
 	c := collect.NewJoinCursor(table)
 	c.ExceptBelow(outlierFloor)
 	if prime {
-		if err := c.Prime(ctx, p.db); err != nil {
+		if err := c.Prime(ctx, db); err != nil {
 			return nil, err
 		}
 	}
@@ -433,27 +417,12 @@ func (p *poller) mapExistingConns(ctx context.Context) {
 		p.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
 		return
 	}
-	p.learnConns(procs)
 	for _, pr := range procs {
 		if _, ok := hostPort(pr.Host); ok {
 			p.joiner.MapConn(pr.Host, pr.ID)
 		}
 	}
-	p.sample.replace(p.hosts)
-}
-
-// learnConns keeps what the sampling needs of a processlist read: HOST by
-// id, the application's client ports on the wire, and the pivot.
-func (p *poller) learnConns(procs []collect.Process) {
-	p.choosePivot(procs)
-	p.hosts = make(map[uint64]string, len(procs))
-	p.appPorts = p.appPorts[:0]
-	for _, pr := range procs {
-		p.hosts[pr.ID] = pr.Host // sockets and background threads: never sampled
-		if port, ok := hostPort(pr.Host); ok && !p.own.isOwn(pr.Host) {
-			p.appPorts = append(p.appPorts, port)
-		}
-	}
+	p.sample.learn(procs)
 }
 
 // addServerOnly reports server statements as such when there is no wire.
@@ -486,7 +455,9 @@ func (p *poller) pollSlow(ctx context.Context) {
 		}
 	}
 	p.mapExistingConns(ctx) // the connections the governor's estimates count
-	p.govern()
+	if p.sample.govern(time.Now(), ownCPU(), p.queryRate) {
+		p.joiner.SetPartial(p.sample.on())
+	}
 	_ = p.sockets.poll() // a failed read keeps the earlier ones
 	_ = p.path.poll()
 }
@@ -506,19 +477,6 @@ func statementRate(prev, cur map[string]string, elapsed time.Duration) float64 {
 		}
 	}
 	return 0
-}
-
-// keepSampled drops the rows of connections a sampled run does not follow.
-// Rows of connections opened since the last processlist read make it read
-// the processlist again (at most every sampleRefresh) to classify them.
-func (p *poller) keepSampled(ctx context.Context, got []collect.ServerStatement) []collect.ServerStatement {
-	got, unknown := p.sample.keep(got, slowRowPS)
-	if unknown && time.Since(p.sampleReadAt) >= sampleRefresh {
-		p.sampleReadAt = time.Now()
-		p.mapExistingConns(ctx)
-		got, _ = p.sample.keep(got, slowRowPS)
-	}
-	return got
 }
 
 // slowRowPS: history_long rows this long on the server are read and kept

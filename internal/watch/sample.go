@@ -10,14 +10,22 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 )
 
-// connSample is the join sample: the connections whose fast statements
-// are joined, those whose client port the capture.Sample follows. The loop
-// hands the others' statements on unjoined (joins), and the poller asks
-// the server to leave out their rows. Every connection is captured. Which connection is which comes from the processlist (HOST
-// ip:port), re-read every second; a connection opened since is not known
-// to be out, so its statements are read until then, and dropped here if
-// it turns out unsampled.
-type connSample struct {
+// joinSample is the join sample and the CPU budget that sets it: the
+// connections whose fast statements are joined, those whose client port
+// the capture.Sample follows. One owner, the poller: it learns the
+// connections (learn, from the processlist), lets the budget's governor
+// change the sample (govern), and drops the rows of the connections left
+// out (keep, skipped). Everyone else reads the sample through get alone:
+// the loop hands the statements of connections left out on unjoined
+// (joins), the live view and the web page say what it follows. Every
+// connection is captured whatever the sample.
+//
+// Which connection is which comes from the processlist (HOST ip:port),
+// re-read every second; a connection opened since is not known to be out,
+// so its statements are read until then, and dropped here if it turns out
+// unsampled.
+type joinSample struct {
+	// Under mu: what get, and the poller's reads of the rows, consult.
 	mu   sync.Mutex
 	s    capture.Sample  // a CPU budget changes it (set)
 	in   map[uint64]bool // connections known to be sampled
@@ -27,16 +35,36 @@ type connSample struct {
 	// when that was first seen.
 	closed map[uint64]time.Time
 	made   bool
+
+	// The poller's alone (its goroutine; before it starts, build; after it
+	// ended, the result).
+	gov *governor // nil without a CPU budget
+	own *ownAddrs
+	// hosts is the last processlist read: HOST by id; appPorts the client
+	// ports of the application's connections on the wire (not watch's
+	// own) in it: what the governor's estimates count, for every sample it
+	// weighs.
+	hosts    map[uint64]string
+	appPorts []uint16
+	// pivotHost is the connection a budgeted sample is keyed on
+	// (choosePivot), pivotKey its key.
+	pivotHost string
+	pivotKey  uint32
+	// readAt is when a sampled poll last re-read the processlist.
+	readAt time.Time
 }
 
-func newConnSample(s capture.Sample) *connSample {
-	return &connSample{s: s, in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}}
+// newJoinSample is the join sample s (a fixed --sample, or all), set by
+// gov when there is a budget (nil: none).
+func newJoinSample(s capture.Sample, gov *governor, own *ownAddrs) *joinSample {
+	return &joinSample{s: capture.Sample{N: max(s.N, 1), Key: s.Key}, gov: gov, own: own,
+		in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}}
 }
 
 // on reports whether sampling is on (connections left out).
-func (c *connSample) on() bool { return c != nil && c.get().On() }
+func (c *joinSample) on() bool { return c != nil && c.get().On() }
 
-func (c *connSample) get() capture.Sample {
+func (c *joinSample) get() capture.Sample {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.s
@@ -45,7 +73,7 @@ func (c *connSample) get() capture.Sample {
 // set follows the sample s from now on. Which connections are in or out is not
 // known until the next replace (a processlist read): until then every row
 // is kept, as for a connection just opened.
-func (c *connSample) set(s capture.Sample) {
+func (c *joinSample) set(s capture.Sample) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.s = capture.Sample{N: max(s.N, 1), Key: s.Key, Paused: s.Paused}
@@ -83,9 +111,9 @@ func hostPort(host string) (uint16, bool) {
 // closed stays out for closedGrace: its last statements can still be in
 // the history the next reads cover, and must not come back as rows of a
 // connection nobody knows.
-func (c *connSample) replace(hosts map[uint64]string) { c.replaceAt(hosts, time.Now()) }
+func (c *joinSample) replace(hosts map[uint64]string) { c.replaceAt(hosts, time.Now()) }
 
-func (c *connSample) replaceAt(hosts map[uint64]string, now time.Time) {
+func (c *joinSample) replaceAt(hosts map[uint64]string, now time.Time) {
 	n := c.get()
 	if !n.On() {
 		return
@@ -127,7 +155,7 @@ const closedGrace = 10 * time.Second
 
 // skipped returns the connections whose statements the server need not
 // send (nil when not sampling).
-func (c *connSample) skipped() []uint64 {
+func (c *joinSample) skipped() []uint64 {
 	if !c.on() {
 		return nil
 	}
@@ -151,7 +179,7 @@ func (c *connSample) skipped() []uint64 {
 // connections it does not know yet remain: a processlist read then tells
 // which they are, before the joiner buffers rows that no wire statement
 // will ever claim.
-func (c *connSample) keep(rows []collect.ServerStatement, slowPS uint64) ([]collect.ServerStatement, bool) {
+func (c *joinSample) keep(rows []collect.ServerStatement, slowPS uint64) ([]collect.ServerStatement, bool) {
 	if !c.on() {
 		return rows, false
 	}
@@ -176,12 +204,126 @@ func joins(s capture.Sample, conn string) bool {
 	return ok && s.Follows(port)
 }
 
-// serverFollows makes the join sample s: the rows the server side reads
-// and keeps, sorted by the last processlist read (hosts).
-func (p *poller) serverFollows(s capture.Sample) {
-	p.sample.set(s)
-	p.sample.replace(p.hosts)
-	if p.joiner != nil {
-		p.joiner.SetPartial(s.On())
+// learn takes a processlist read: HOST by id, the application's client
+// ports on the wire, the pivot; and, when sampling, which connections are
+// in and out from now on.
+func (c *joinSample) learn(procs []collect.Process) {
+	c.choosePivot(procs)
+	c.hosts = make(map[uint64]string, len(procs))
+	c.appPorts = c.appPorts[:0]
+	for _, pr := range procs {
+		c.hosts[pr.ID] = pr.Host // sockets and background threads: never sampled
+		if port, ok := hostPort(pr.Host); ok && !c.own.isOwn(pr.Host) {
+			c.appPorts = append(c.appPorts, port)
+		}
 	}
+	c.replace(c.hosts)
+}
+
+// govern lets the CPU budget change the join sample, given watch's CPU
+// time so far (cpu) and the server's statements per second (rate). It
+// reports whether the sample changed (the joiner is then told whether it
+// is partial).
+func (c *joinSample) govern(now time.Time, cpu time.Duration, rate float64) bool {
+	if c.gov == nil {
+		return false
+	}
+	cur := c.get()
+	c.gov.key = c.pivotKey
+	next := c.budgetSample(c.gov.observe(now, cpu, cur.N, func(n uint16) float64 { return c.followedRate(n, rate) }))
+	if next == cur {
+		return false
+	}
+	if next.N == cur.N { // the pivot connection went: the same share, other connections
+		c.gov.rekey(now, next.N)
+	}
+	c.set(next)
+	c.replace(c.hosts)
+	return true
+}
+
+// keepRows drops the rows of the connections left out. Rows of
+// connections opened since the last processlist read make it read the
+// processlist again (reread, at most every sampleRefresh) to classify
+// them.
+func (c *joinSample) keepRows(got []collect.ServerStatement, reread func()) []collect.ServerStatement {
+	got, unknown := c.keep(got, slowRowPS)
+	if unknown && time.Since(c.readAt) >= sampleRefresh {
+		c.readAt = time.Now()
+		reread()
+		got, _ = c.keep(got, slowRowPS)
+	}
+	return got
+}
+
+// budgetSample is the join sample a budgeted run keeps at 1 in n: keyed
+// by the pivot connection, so that however few connections there are and
+// whatever their ports hash to, a cut never leaves none joined (with
+// eight connections, a sample keyed 0 held none at 1 in 4 one time in
+// ten, and the governor then had to stay at 1 in 2).
+func (c *joinSample) budgetSample(n uint16) capture.Sample {
+	if n <= 1 {
+		return capture.All
+	}
+	return capture.Sample{N: n, Key: c.pivotKey}
+}
+
+// choosePivot keeps the pivot connection while the processlist lists it,
+// and otherwise picks another: a client on the wire that is not one of
+// watch's own, running a command when the processlist was read if one is
+// (a busy connection rather than an idle one in a pool), the lowest id
+// among equals so that reads agree.
+func (c *joinSample) choosePivot(procs []collect.Process) {
+	best, bestBusy := -1, false
+	for i, pr := range procs {
+		if _, ok := hostPort(pr.Host); !ok || c.own.isOwn(pr.Host) {
+			continue
+		}
+		if pr.Host == c.pivotHost {
+			return
+		}
+		busy := pr.Command != "Sleep"
+		if best < 0 || (busy && !bestBusy) || (busy == bestBusy && pr.ID < procs[best].ID) {
+			best, bestBusy = i, busy
+		}
+	}
+	if best < 0 {
+		return // nothing to pivot on: the key stays
+	}
+	port, _ := hostPort(procs[best].Host)
+	c.pivotHost, c.pivotKey = procs[best].Host, capture.PortKey(port)
+}
+
+// followedRate estimates the server's statements per second a 1-in-n
+// sample would follow: the server's rate times the share of the
+// application's connections the processlist last listed (on the wire)
+// that the sample would hold.
+func (c *joinSample) followedRate(n uint16, rate float64) float64 {
+	held, wired := c.followedConns(c.budgetSample(n))
+	if wired == 0 {
+		return rate / float64(n)
+	}
+	return rate * float64(held) / float64(wired)
+}
+
+// followedConns counts the application's connections on the wire that
+// the processlist last listed, and those s follows.
+func (c *joinSample) followedConns(s capture.Sample) (held, wired int) {
+	for _, port := range c.appPorts {
+		if s.Follows(port) {
+			held++
+		}
+	}
+	return held, len(c.appPorts)
+}
+
+// cost is what the budget did, for the run's OwnCost (nothing without a
+// budget).
+func (c *joinSample) cost(o *OwnCost) {
+	if c.gov == nil {
+		return
+	}
+	o.Budget, o.Steps = c.gov.budget, c.gov.steps
+	joined, app := c.followedConns(c.get())
+	o.JoinedConns, o.AppConns = &joined, &app
 }

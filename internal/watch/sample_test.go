@@ -11,12 +11,12 @@ import (
 )
 
 func TestConnSampleFollowsTheProcesslist(t *testing.T) {
-	var off *connSample
+	var off *joinSample
 	rows := []collect.ServerStatement{{ConnID: 1}, {ConnID: 2}}
-	if kept, _ := off.keep(rows, 0); off.on() || newConnSample(capture.All).on() || off.skipped() != nil || len(kept) != 2 {
+	if kept, _ := off.keep(rows, 0); off.on() || newJoinSample(capture.All, nil, newOwnAddrs()).on() || off.skipped() != nil || len(kept) != 2 {
 		t.Fatal("sampling on without --sample > 1")
 	}
-	c := newConnSample(capture.Sample{N: 4})
+	c := newJoinSample(capture.Sample{N: 4}, nil, newOwnAddrs())
 	hosts := map[uint64]string{}
 	var out []uint64
 	for id := uint64(1); id <= 64; id++ {
@@ -89,7 +89,7 @@ func TestStatementRate(t *testing.T) {
 // the wire (not watch's own, not a socket client), a busy one before an
 // idle one, and it stays while the processlist lists it.
 func TestChoosePivot(t *testing.T) {
-	p := &poller{own: newOwnAddrs()}
+	p := newJoinSample(capture.All, nil, newOwnAddrs())
 	p.own.add("127.0.0.1:40010")
 	procs := []collect.Process{
 		{ID: 1, Host: "localhost", Command: "Query"},
@@ -120,15 +120,15 @@ func TestChoosePivot(t *testing.T) {
 // A budgeted sample of any depth follows the pivot: the estimate of what
 // it follows never drops to nothing while the pivot is listed.
 func TestBudgetSampleFollowsThePivot(t *testing.T) {
-	p := &poller{own: newOwnAddrs(), side: &serverSide{}, queryRate: 8000}
+	p := newJoinSample(capture.All, nil, newOwnAddrs())
 	p.own.add("127.0.0.1:40000")
 	procs := []collect.Process{{ID: 99, Host: "127.0.0.1:40000", Command: "Query"}} // watch's own: not counted
 	for id := uint64(1); id <= 8; id++ {
 		procs = append(procs, collect.Process{ID: id, Host: "127.0.0.1:" + strconv.Itoa(int(41000+2*id)), Command: "Execute"})
 	}
-	p.learnConns(procs)
+	p.learn(procs)
 	for n := uint16(2); n <= maxBudgetSample; n *= 2 {
-		if got := p.followedRate(n); got < 1000 {
+		if got := p.followedRate(n, 8000); got < 1000 {
 			t.Fatalf("1 in %d follows an estimated %.0f statements/s, want at least the pivot's 1000", n, got)
 		}
 		if port, _ := hostPort(p.pivotHost); !p.budgetSample(n).Follows(port) {

@@ -14,16 +14,17 @@ const ServerOnlyMetric = "server time (performance_schema), no wire"
 // are unknown, and must not read as zero.
 var wireUnknown = []string{"queue", "send stall", "delivery", "client time", report.UnknownRespBytes}
 
-// serverOnly turns the run into a server-only one, why saying what took
-// the wire away: the profile ranks digests by the server's time, names
-// what the wire would have added as unknown, and a note says so.
-func (e *engine) serverOnly(why string) {
-	e.noWire = true
-	e.sink.mu.Lock()
-	e.sink.profile = report.NewProfile(report.ProfileOptions{Metric: report.ServerLatency,
-		MetricLabel: ServerOnlyMetric, Unknown: wireUnknown})
-	e.sink.serverOnly = true
-	e.sink.mu.Unlock()
+// noteServerOnly says why the run is server-only (what took the wire
+// away): the profile ranks digests by the server's time (the sink's,
+// made so) and names what the wire would have added as unknown.
+func (e *engine) noteServerOnly(why string) {
 	e.notes.add("%s: the profile is the server's time (performance_schema TIMER_WAIT); what the wire would add (%s) is unknown",
 		why, strings.Join(wireUnknown, ", "))
+}
+
+// serverOnlyProfile ranks digests by the server's time, for a run without
+// the wire.
+func serverOnlyProfile() *report.Profile {
+	return report.NewProfile(report.ProfileOptions{Metric: report.ServerLatency,
+		MetricLabel: ServerOnlyMetric, Unknown: wireUnknown})
 }

@@ -59,13 +59,18 @@ type ConnSummary struct {
 // maxConnSummaries bounds the per-connection tallies (10k connections fit).
 const maxConnSummaries = 20_000
 
-func newSink(windowSize int, out *outputStage) *sink {
+func newSink(windowSize int, out *outputStage, serverOnly bool) *sink {
+	profile := report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency})
+	if serverOnly {
+		profile = serverOnlyProfile()
+	}
 	return &sink{
-		profile: report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency}),
-		window:  newStmtRing(windowSize),
-		groups:  map[int]*GroupSummary{},
-		conns:   map[string]*ConnSummary{},
-		out:     out,
+		profile:    profile,
+		serverOnly: serverOnly,
+		window:     newStmtRing(windowSize),
+		groups:     map[int]*GroupSummary{},
+		conns:      map[string]*ConnSummary{},
+		out:        out,
 	}
 }
 

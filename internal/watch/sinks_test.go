@@ -42,7 +42,7 @@ func (r *recordingSink) Snapshot(s *Snapshot)       { r.snaps = append(r.snaps, 
 // with the reason it counted, and tallies the unjoined by reason.
 func TestSinksGetStatements(t *testing.T) {
 	var got []*event.Statement
-	k := newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}))
+	k := newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	k.add(&event.Statement{TRespLast: 1, Why: event.NoRow})
 	k.add(&event.Statement{Cmd: "COM_QUIT"})
@@ -60,7 +60,7 @@ func TestSinksGetStatements(t *testing.T) {
 	if u := k.cov.unjoinedByReason(); u["no_row"] != 1 || u["no_response"] != 1 || u["no_reason"] != 1 || len(u) != 3 {
 		t.Errorf("unjoined by reason %v", u)
 	}
-	newSink(10, nil).add(&event.Statement{}) // no sinks: no stage
+	newSink(10, nil, false).add(&event.Statement{}) // no sinks: no stage
 }
 
 // A sink that blocks holds up no one who finishes statements: add returns
@@ -76,7 +76,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 		}
 		got++
 	})})
-	k := newSink(10, o)
+	k := newSink(10, o, false)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	<-entered // the sink is stuck on the first statement
 	done := make(chan struct{})
@@ -102,8 +102,8 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // the connections is joined from the join sample the poller sets (the
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
-	e := &engine{sample: newConnSample(capture.Sample{N: 1}), wire: newWireStage(newOwnAddrs(), 8), side: &serverSide{}}
-	e.sink = newSink(10, nil)
+	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true), side: &serverSide{}}
+	e.sink = newSink(10, nil, false)
 	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
 	}

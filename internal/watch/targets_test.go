@@ -107,9 +107,9 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 			t.Fatal("no statement reached the sinks")
 		}
 	}
-	e := &engine{sample: newConnSample(capture.Sample{N: 1024, Key: 1}), wire: newWireStage(newOwnAddrs(), 8),
+	e := &engine{sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true),
 		outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}))
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false)
 	defer e.sink.out.close()
 	e.joiner = join.New(join.Options{}, e.joined)
 	e.readsRows = true
@@ -376,8 +376,8 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 // connection).
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
-	e := &engine{sample: newConnSample(capture.All), outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}))
+	e := &engine{sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false)
 	e.joiner = join.New(join.Options{}, e.joined)
 	cut := capture.Sample{N: 1024, Key: 1}
 	port := 40000

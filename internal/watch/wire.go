@@ -24,8 +24,7 @@ type wireStage struct {
 	rule *outlierRule
 	// toPoller: the poller reads threads (a statement cursor opened), so
 	// outliers and new connections are handed to it; without one (P_S off,
-	// consumers off) each hand-off would only wake it for nothing. Set
-	// before the capture starts, read by take only.
+	// consumers off) each hand-off would only wake it for nothing.
 	toPoller bool
 	known    map[uint64]struct{} // connections seen (a cache: cleared when full)
 
@@ -47,8 +46,8 @@ type wireStage struct {
 // forgets them all, and at worst a thread is read again.
 const maxKnownConns = 100_000
 
-func newWireStage(own *ownAddrs, queueLen int) *wireStage {
-	return &wireStage{own: own, rule: newOutlierRule(), known: map[uint64]struct{}{},
+func newWireStage(own *ownAddrs, queueLen int, toPoller bool) *wireStage {
+	return &wireStage{own: own, toPoller: toPoller, rule: newOutlierRule(), known: map[uint64]struct{}{},
 		out: make(chan *event.Statement, queueLen), slow: make(chan target, slowQueue), newConns: make(chan struct{}, 1)}
 }
 
