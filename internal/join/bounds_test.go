@@ -93,7 +93,7 @@ func TestJoinHoldIsBounded(t *testing.T) {
 		rows = append(rows, row(1, "statement/sql/select", "SELECT 1", t0+150, t0+160)) // ≥ 50 µs late
 	}
 	j.AddServer(rows, 10_000)
-	if !j.holding {
+	if !j.clk.holding {
 		t.Fatal("rows that fit only a shifted clock did not make the joiner wait")
 	}
 	j.Flush(500_000)
@@ -101,8 +101,8 @@ func TestJoinHoldIsBounded(t *testing.T) {
 		t.Fatalf("emitted %d while learning", len(rec.out))
 	}
 	j.Flush(1_010_000)
-	if len(rec.out) != 10 || j.holding {
-		t.Fatalf("after LearnWait: emitted %d of 10, holding=%v", len(rec.out), j.holding)
+	if len(rec.out) != 10 || j.clk.holding {
+		t.Fatalf("after LearnWait: emitted %d of 10, holding=%v", len(rec.out), j.clk.holding)
 	}
 }
 

@@ -10,26 +10,120 @@ import (
 
 // The joiner's side of self-calibration (the estimator is in offset.go).
 
+// joinClock is what the joiner knows of the server clock: the origin it
+// learns from matched pairs (the estimator), the matching tolerances that
+// follow from how uncertain that origin still is, and whether matching
+// waits for it. It owns that state; the Joiner's methods that walk the
+// connections to vote, re-shift or settle ask it.
+type joinClock struct {
+	opts  Options
+	off   *offsetEstimator
+	errUS int64 // how far the server clock may still be off
+	tolUS int64 // matching window tolerance before the request
+	// endTolUS is the matching window's tolerance after the response,
+	// fitTolUS how much clamping makes a match doubtful.
+	endTolUS, fitTolUS int64
+	norm               *sqltext.Normalizer // fingerprints rows' texts while the clock is learnt (rowShape)
+	// holding: the claimed calibration looks wrong and the origin is not
+	// learnt yet, so matching waits (since holdSince, at most LearnWait);
+	// holdDone: it will not wait again.
+	holding, holdDone bool
+	holdSince         int64
+	moved             int64 // estimate change not yet applied to buffered rows
+}
+
+// newJoinClock starts from collect's claimed calibration error.
+func newJoinClock(opts Options) joinClock {
+	c := joinClock{opts: opts, off: newOffsetEstimator(opts.CalibrationErrorUS)}
+	c.retune()
+	return c
+}
+
+// retune sets the matching tolerances from how uncertain the server clock
+// is: collect's claim at first, the learnt error later.
+func (c *joinClock) retune() {
+	c.errUS = c.off.errUS
+	c.tolUS = c.errUS + c.opts.SlackUS
+	c.fitTolUS = c.errUS + c.opts.FitSlackUS
+	c.endTolUS = c.errUS + c.opts.SlackUS + c.opts.PostSendUS
+}
+
+// offset is the learnt residual offset, how far the truth may lie from
+// it, and how many pairs agree on it.
+func (c *joinClock) offset() (offsetUS, errUS int64, samples int) {
+	return c.off.shift(c.off.base), c.errUS, c.off.samples
+}
+
+// current is the shift the current estimate applies to rows of collect's
+// newest origin.
+func (c *joinClock) current() int64 { return c.off.shift(c.off.base) }
+
+// holdExpired reports whether holding has lasted LearnWait at nowUS:
+// matching then goes on with the claimed calibration.
+func (c *joinClock) holdExpired(nowUS int64) bool {
+	if c.holding && nowUS-c.holdSince >= c.opts.LearnWait.Microseconds() {
+		c.holding, c.holdDone = false, true
+		return true
+	}
+	return false
+}
+
+// weigh lets the estimator weigh the votes at nowUS: moved is how much
+// more the new estimate subtracts from rows (changed: it settled on an
+// origin); released says matching no longer waits.
+func (c *joinClock) weigh(nowUS int64) (changed bool, moved int64, released bool) {
+	before := c.current()
+	changed, suspect := c.off.decide()
+	if changed {
+		c.holding, c.holdDone = false, true
+		c.retune()
+		return true, c.current() - before, false
+	}
+	switch {
+	case c.holdDone:
+	case suspect && !c.holding:
+		c.holding, c.holdSince = true, nowUS
+	case !suspect && c.holding:
+		c.holding = false
+		return false, 0, true
+	}
+	return false, 0, false
+}
+
+// track feeds one join's pair (the row's raw start and the window the
+// wire allows) to the estimator while it tracks; a change is kept in
+// moved until the buffered rows catch up.
+func (c *joinClock) track(window interval, raw int64) {
+	before := c.current()
+	if c.off.observe(window.minus(raw)) {
+		c.retune()
+		c.moved += c.current() - before
+	}
+}
+
+// reset forgets what was learnt (a server restart: a new timer origin).
+func (c *joinClock) reset() { *c = newJoinClock(c.opts) }
+
 // clockOf returns collect's origin for a row (0 when the row does not
 // say: its times are then taken as they are) and what to subtract from
 // its times to put them on the capture clock with the current estimate.
-func (j *Joiner) clockOf(r *collect.ServerStatement) (base, shift int64) {
+func (c *joinClock) clockOf(r *collect.ServerStatement) (base, shift int64) {
 	if r.StartUS == 0 {
 		return 0, 0 // not calibrated at all: nothing to correct
 	}
 	if r.TimerStart != 0 {
 		base = r.StartUS - int64(r.TimerStart/collect.PicosPerMicro)
 	}
-	j.off.base = base
-	return base, j.off.shift(base)
+	c.off.base = base
+	return base, c.off.shift(base)
 }
 
 // reshift re-applies the current estimate to a buffered row.
-func (j *Joiner) reshift(it *rowItem) {
+func (c *joinClock) reshift(it *rowItem) {
 	if !it.timed {
 		return
 	}
-	d := j.off.shift(it.base) - it.shift
+	d := c.off.shift(it.base) - it.shift
 	it.r.StartUS -= d
 	it.r.EndUS -= d
 	it.shift += d
@@ -84,7 +178,7 @@ func (j *Joiner) sameShape(s *event.Statement, it *rowItem) bool {
 	if s.Fingerprint == "" || mayHoldMore(s.SQL) {
 		return true // no shape, or one text for several rows
 	}
-	shape := j.rowShape(it)
+	shape := j.clk.rowShape(it)
 	return shape == "" || shape == s.Fingerprint
 }
 
@@ -95,16 +189,16 @@ const maxShapeText = 1000
 // rowShape is the fingerprint of the row's SQL_TEXT ("" when it has none,
 // or one too long to trust), computed once per row and only while the
 // clock is learnt.
-func (j *Joiner) rowShape(it *rowItem) string {
+func (c *joinClock) rowShape(it *rowItem) string {
 	if it.shaped {
 		return it.shape
 	}
 	it.shaped = true
 	if t := it.r.SQLText; t != "" && len(t) < maxShapeText {
-		if j.norm == nil {
-			j.norm = sqltext.NewNormalizer(1000)
+		if c.norm == nil {
+			c.norm = sqltext.NewNormalizer(1000)
 		}
-		_, it.shape = j.norm.Normalize([]byte(t))
+		_, it.shape = c.norm.Normalize([]byte(t))
 	}
 	return it.shape
 }
@@ -120,7 +214,7 @@ func (j *Joiner) voteRow(c *connState, it *rowItem) {
 			continue
 		}
 		if iv, ok := pairInterval(c, i, it); ok {
-			j.off.vote(iv)
+			j.clk.off.vote(iv)
 		}
 	}
 }
@@ -151,7 +245,7 @@ func (j *Joiner) voteWire(c *connState, i int) {
 				continue
 			}
 			if iv, ok := pairInterval(c, k, it); ok {
-				j.off.vote(iv)
+				j.clk.off.vote(iv)
 			}
 		}
 	}
@@ -162,50 +256,36 @@ func (j *Joiner) voteWire(c *connState, i int) {
 // returns whether that happened. Until then matching waits while the
 // claimed calibration looks wrong, at most LearnWait.
 func (j *Joiner) decide(nowUS int64) bool {
-	before := j.off.shift(j.off.base)
-	changed, suspect := j.off.decide()
+	changed, moved, released := j.clk.weigh(nowUS)
 	if changed {
-		j.holding, j.holdDone = false, true
-		j.retune()
-		j.reshiftAll(j.off.shift(j.off.base) - before)
-		j.settleAll()
-		return true
+		j.reshiftAll(moved)
 	}
-	switch {
-	case j.holdDone:
-	case suspect && !j.holding:
-		j.holding, j.holdSince = true, nowUS
-	case !suspect && j.holding:
-		j.holding = false
+	if changed || released {
 		j.settleAll()
 	}
-	return false
+	return changed
 }
 
 // observe feeds a join's pair to the estimator while it tracks. A new
 // estimate applies to the rows that arrive from now on, and to buffered
 // ones at the next catchUp (not while a connection is being settled).
 func (j *Joiner) observe(it *rowItem, s *event.Statement) {
-	if j.off.learning() || !it.timed || !s.HasResponse() {
+	if j.clk.off.learning() || !it.timed || !s.HasResponse() {
 		return // a statement without an answer bounds nothing by itself
 	}
 	answer := s.TRespLast
 	if s.TRespFirst != 0 {
 		answer = min(s.TRespFirst, s.TRespLast)
 	}
-	before := j.off.shift(j.off.base)
-	if j.off.observe(startWindow(s, answer).minus(it.raw())) {
-		j.retune()
-		j.moved += j.off.shift(j.off.base) - before
-	}
+	j.clk.track(startWindow(s, answer), it.raw())
 }
 
 // catchUp moves the buffered rows onto an estimate that changed while
 // tracking (drift), once the matching that produced the change is done.
 func (j *Joiner) catchUp() {
-	if j.moved != 0 {
-		j.reshiftAll(j.moved)
-		j.moved = 0
+	if j.clk.moved != 0 {
+		j.reshiftAll(j.clk.moved)
+		j.clk.moved = 0
 	}
 }
 
@@ -215,7 +295,7 @@ func (j *Joiner) catchUp() {
 func (j *Joiner) reshiftAll(d int64) {
 	for _, c := range j.conns {
 		for i := 0; i < c.rows.len(); i++ {
-			j.reshift(c.rows.at(i))
+			j.clk.reshift(c.rows.at(i))
 		}
 		if c.lastRowStart != 0 {
 			c.lastRowStart -= d

@@ -42,7 +42,7 @@ func (x *spanIndex) build(j *Joiner) {
 			if answer >= noEnd {
 				continue // no answer yet (a COM_QUIT): no evidence
 			}
-			sp := wireSpan{lo: c.wires.at(i).s.TReqFirst - j.fitTolUS, hi: answer + j.fitTolUS, id: id}
+			sp := wireSpan{lo: c.wires.at(i).s.TReqFirst - j.clk.fitTolUS, hi: answer + j.clk.fitTolUS, id: id}
 			x.spans = append(x.spans, sp)
 			x.maxLen = max(x.maxLen, sp.hi-sp.lo)
 		}
@@ -55,7 +55,7 @@ func (x *spanIndex) build(j *Joiner) {
 // can hold one of rows (on the capture's clock), each once. The slice is
 // reused by the next call.
 func (j *Joiner) candidates(rows []collect.ServerStatement) []uint64 {
-	x := &j.spans
+	x := &j.thr.spans
 	if x.stale || x.seen == nil {
 		x.build(j)
 	}

@@ -41,9 +41,9 @@ func TestCandidatesAttributeAsEveryConnection(t *testing.T) {
 			}
 		}
 		for g, group := range groups {
-			j.spans.exhaustive = false
+			j.thr.spans.exhaustive = false
 			got := j.connOfRows(group)
-			j.spans.exhaustive = true
+			j.thr.spans.exhaustive = true
 			want := j.connOfRows(group)
 			if want != 0 {
 				attributed++

@@ -14,19 +14,24 @@
 // on a busy connection tens of µs are enough to pair rows with their
 // neighbours. The joiner therefore learns the server clock's true origin
 // from the pairs themselves and keeps it up to date (offset.go, calib.go).
+//
+// The Joiner holds the lock and the connections' pending items, and
+// matches them (this file). Each other concern is a type with its own
+// state: the server clock as learnt and the tolerances it sets
+// (joinClock, calib.go), the threads performance_schema no longer names
+// (threadIDs, threads.go, candidates.go), the buffered items in arrival
+// order for giving up (heldItems, giveup.go), and the client addresses'
+// connection ids (addrBook, addrs.go).
 package join
 
 import (
 	"cmp"
-	"net"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
-	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // Options tune a Joiner. Zero values pick the defaults.
@@ -149,59 +154,37 @@ type Stats struct {
 // concurrent use; emit is called with the joiner's lock held, so it must not
 // call back into the Joiner.
 type Joiner struct {
-	mu       sync.Mutex
-	opts     Options
-	errUS    int64 // how far the server clock may still be off
-	tolUS    int64 // matching window tolerance before the request
-	endTolUS int64 // matching window tolerance after the response
-	fitTolUS int64 // clamping beyond this makes a match doubtful
-	off      *offsetEstimator
-	norm     *sqltext.Normalizer // fingerprints rows' texts while the clock is learnt (rowShape)
-	// holding: the claimed calibration looks wrong and the origin is not
-	// learnt yet, so matching waits (since holdSince, at most LearnWait).
-	holding   bool
-	holdDone  bool
-	holdSince int64
-	moved     int64 // estimate change not yet applied to buffered rows
-	emit      func(*event.Statement)
-	conns     map[uint64]*connState
-	orphans   map[string]*connState // wire statements whose connection id is not known yet
-	addrs     map[string]uint64     // client ip:port -> connection id (MapConn)
-	age       fifo[ageRef]          // every buffered item in arrival order, for expiry
-	free      []*connState
-	groups    []int        // PoolGroup targets, shared by all statements of a group
-	touched   []*connState // connections with new rows in the current AddServer batch
-	order     []int        // AddServer's rows by start (reused)
-	// threads maps THREAD_ID -> connection id learned for rows read after
-	// their connection ended (performance_schema forgets the mapping then).
-	threads map[uint64]uint64
-	// ids follows THREAD_ID − PROCESSLIST_ID, a hint for ended threads.
-	ids idOffset
-	// shifted is connOfRows' buffer of rows on the capture's clock.
-	shifted []collect.ServerStatement
-	// spans indexes the pending wire statements for connOfRows, built once
-	// per attributeAnon pass (candidates.go).
-	spans spanIndex
-	// partial: only a join sample's connections hand their statements in
-	// (SetPartial).
-	partial bool
-	// anon holds rows of ended threads not attributed yet: on a busy
-	// capture their wire statement can arrive after the poll that read them.
-	anon    []anonRow
+	mu   sync.Mutex
+	opts Options
+	// clk is what the joiner knows of the server clock: the origin it
+	// learns from matched pairs, the tolerances that follow, and whether
+	// matching waits for it (calib.go).
+	clk joinClock
+	// thr identifies the threads whose connection performance_schema no
+	// longer names (threads.go).
+	thr  threadIDs
+	emit func(*event.Statement)
+	// The connections' pending items, matched in order (this file).
+	conns   map[uint64]*connState
+	orphans map[string]*connState // wire statements whose connection id is not known yet
+	addrs   addrBook
+	free    []*connState
+	groups  []int        // PoolGroup targets, shared by all statements of a group
+	touched []*connState // connections with new rows in the current AddServer batch
+	order   []int        // AddServer's rows by start (reused)
 	batch   uint64
-	pending int
 	// readAt is when the latest read of the server's statements began:
 	// every statement that ended before it was in that read or an earlier
 	// one. A multi-statement query waits for a read that began after its
 	// answer (and the server's tail), so that all its rows are there.
 	readAt int64
+	// held is what is buffered, in arrival order, for giving up
+	// (giveup.go).
+	held heldItems
+	seq  uint64
 	// unmatchedBy counts the server rows no wire statement took, by reason.
 	unmatchedBy event.ReasonCounts
-	// giving / givingRow: the reason an expiry or eviction in progress
-	// gives things up for (see giveUp); "" otherwise.
-	giving, givingRow event.Reason
-	seq               uint64
-	stats             Stats
+	stats       Stats
 }
 
 type wireItem struct {
@@ -262,14 +245,13 @@ func New(opts Options, emit func(*event.Statement)) *Joiner {
 	opts = opts.withDefaults()
 	j := &Joiner{
 		opts:    opts,
-		off:     newOffsetEstimator(opts.CalibrationErrorUS),
 		emit:    emit,
 		conns:   make(map[uint64]*connState),
 		orphans: make(map[string]*connState),
-		addrs:   make(map[string]uint64),
-		threads: make(map[uint64]uint64),
+		addrs:   addrBook{ids: make(map[string]uint64), max: opts.MaxConnMap},
+		thr:     threadIDs{threads: make(map[uint64]uint64)},
+		clk:     newJoinClock(opts),
 	}
-	j.retune()
 	if opts.ThreadPoolSize > 0 {
 		j.groups = make([]int, opts.ThreadPoolSize)
 		for i := range j.groups {
@@ -285,25 +267,15 @@ func (j *Joiner) Stats() Stats {
 	defer j.mu.Unlock()
 	st := j.stats
 	st.UnmatchedByReason = j.unmatchedBy.Map()
-	st.OffsetUS = j.off.shift(j.off.base)
-	st.OffsetErrorUS, st.OffsetSamples = j.errUS, j.off.samples
+	st.OffsetUS, st.OffsetErrorUS, st.OffsetSamples = j.clk.offset()
 	return st
-}
-
-// retune sets the matching tolerances from how uncertain the server clock
-// is: collect's claim at first, the learnt error later.
-func (j *Joiner) retune() {
-	j.errUS = j.off.errUS
-	j.tolUS = j.errUS + j.opts.SlackUS
-	j.fitTolUS = j.errUS + j.opts.FitSlackUS
-	j.endTolUS = j.errUS + j.opts.SlackUS + j.opts.PostSendUS
 }
 
 // Pending returns how many wire statements and server rows are buffered.
 func (j *Joiner) Pending() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.pending
+	return j.held.pending
 }
 
 // AddWire takes a wire statement (the Joiner keeps it until it is emitted).
@@ -318,10 +290,10 @@ func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
 		addr = clientAddr(s.Conn)
 	}
 	if s.ConnID == 0 && addr != "" {
-		s.ConnID = j.addrs[addr]
+		s.ConnID = j.addrs.ids[addr]
 	}
 	if s.Cmd == "COM_QUIT" && addr != "" {
-		delete(j.addrs, addr) // the port may be reused by another connection
+		delete(j.addrs.ids, addr) // the port may be reused by another connection
 	}
 	var c *connState
 	switch {
@@ -335,7 +307,7 @@ func (j *Joiner) AddWire(s *event.Statement, nowUS int64) {
 	}
 	j.pushWire(c, s, nowUS)
 	if c.id != 0 {
-		if j.off.learning() && j.off.wantsVote(j.seq) {
+		if j.clk.off.learning() && j.clk.off.wantsVote(j.seq) {
 			j.voteWire(c, c.wires.len()-1)
 		}
 		j.settle(c, false)
@@ -379,12 +351,12 @@ func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 			j.notOnWire(r, event.UnixSocket) // no capture sees a unix socket
 			continue
 		}
-		base, shift := j.clockOf(r)
+		base, shift := j.clk.clockOf(r)
 		id := r.ConnID
-		j.ids.observe(r.ThreadID, id)
+		j.thr.ids.observe(r.ThreadID, id)
 		if id == 0 {
 			// Rare: a thread that ended before its rows were read.
-			if id = j.threads[r.ThreadID]; id == 0 {
+			if id = j.thr.threads[r.ThreadID]; id == 0 {
 				j.holdAnon(r, nowUS)
 				continue
 			}
@@ -406,7 +378,7 @@ func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 // be there to be absorbed together, and while the clock offset is still
 // being learnt the batch's votes decide it before anything is matched.
 func (j *Joiner) settleBatch(touched []*connState, nowUS int64) {
-	if j.off.learning() && j.decide(nowUS) {
+	if j.clk.off.learning() && j.decide(nowUS) {
 		clear(touched)
 		touched = touched[:0] // every connection is settled already
 	}
@@ -447,7 +419,7 @@ func (j *Joiner) ConnOf(conn string) uint64 {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.addrs[addr]
+	return j.addrs.ids[addr]
 }
 
 // MapConn tells the joiner the connection id of a client address, for
@@ -460,51 +432,11 @@ func (j *Joiner) MapConn(clientAddr string, connID uint64) {
 	addr := canonicalAddr(clientAddr)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if len(j.addrs) >= j.opts.MaxConnMap {
-		for k := range j.addrs { // drop an arbitrary entry: the map is a cache
-			delete(j.addrs, k)
-			break
-		}
-	}
-	j.addrs[addr] = connID
+	j.addrs.set(addr, connID)
 	if o := j.orphans[addr]; o != nil {
 		delete(j.orphans, addr)
 		j.adopt(o, connID)
 	}
-}
-
-// Flush gives up what waited longer than MaxWait: wire statements are
-// emitted with joined=false, server rows are counted as unmatched.
-func (j *Joiner) Flush(nowUS int64) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.off.learning() {
-		j.decide(nowUS)
-	}
-	if j.holding && nowUS-j.holdSince >= j.opts.LearnWait.Microseconds() {
-		j.holding, j.holdDone = false, true // go on with the claimed calibration
-		j.settleAll()
-	}
-	j.attributeAnon(nowUS, false)
-	cutoff := nowUS - j.opts.MaxWait.Microseconds()
-	for j.age.len() > 0 && j.age.front().added <= cutoff {
-		before := j.stats.UnjoinedWire + j.stats.UnmatchedServer
-		j.giveUp(event.Expired, event.RowExpired, j.age.pop())
-		j.stats.Expired += j.stats.UnjoinedWire + j.stats.UnmatchedServer - before
-	}
-	j.dropStaleRefs()
-	j.expireAnon(cutoff)
-}
-
-// FlushAll gives up everything still buffered (end of a run).
-func (j *Joiner) FlushAll() {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.attributeAnon(0, true)
-	for j.age.len() > 0 {
-		j.giveUp(event.RunEnd, event.RowRunEnd, j.age.pop())
-	}
-	j.expireAnon(1<<62 - 1)
 }
 
 func (j *Joiner) conn(id uint64) *connState {
@@ -565,8 +497,8 @@ func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
 	if s.HasResponse() {
 		c.answerMax = max(c.answerMax, answerOf(s))
 	}
-	j.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS})
-	j.pending++
+	j.held.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS})
+	j.held.pending++
 }
 
 // inOrder reports whether r comes from the stream that returns each
@@ -597,9 +529,9 @@ func (j *Joiner) pushRow(c *connState, r *collect.ServerStatement, id uint64, ba
 		c.lastRowStart = max(c.lastRowStart, it.r.StartUS)
 	}
 	i := c.rows.sortBack(rowLess)
-	j.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS, server: true})
-	j.pending++
-	if j.off.learning() && c.id != 0 && j.off.wantsVote(j.seq) {
+	j.held.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS, server: true})
+	j.held.pending++
+	if j.clk.off.learning() && c.id != 0 && j.clk.off.wantsVote(j.seq) {
 		j.voteRow(c, c.rows.at(i))
 	}
 }
@@ -622,22 +554,11 @@ func (j *Joiner) adopt(o *connState, id uint64) {
 	for o.wires.len() > 0 {
 		w := o.wires.pop()
 		w.s.ConnID = id
-		j.pending--
-		j.pushWire(c, w.s, j.ageOf(o))
+		j.held.pending--
+		j.pushWire(c, w.s, j.held.ageOf(o))
 	}
 	j.release(o)
 	j.settle(c, false)
-}
-
-// ageOf returns the arrival time of the oldest reference still in the age
-// queue for c, a conservative stand-in when items move between connections.
-func (j *Joiner) ageOf(c *connState) int64 {
-	for i := 0; i < j.age.len(); i++ {
-		if a := j.age.at(i); a.c == c && a.gen == c.gen {
-			return a.added
-		}
-	}
-	return 0
 }
 
 // settle matches what can be matched on one connection, and gives up what
@@ -647,7 +568,7 @@ func (j *Joiner) ageOf(c *connState) int64 {
 // yet (its own row was lost, or it is a statement the capture missed).
 // force (expiry) matches such rows with their best fit anyway.
 func (j *Joiner) settle(c *connState, force bool) {
-	if j.holding && !force {
+	if j.clk.holding && !force {
 		return
 	}
 	// Rows are sorted by start, and no row can fit a wire statement whose
@@ -666,7 +587,7 @@ func (j *Joiner) settle(c *connState, force bool) {
 			continue
 		}
 		k, fit := j.bestWire(c, &it.r)
-		if k < 0 || (fit > j.fitTolUS && !force) {
+		if k < 0 || (fit > j.clk.fitTolUS && !force) {
 			continue
 		}
 		if !force && j.rowsMayFollow(c.wires.at(k).s) {
@@ -676,7 +597,7 @@ func (j *Joiner) settle(c *connState, force bool) {
 			// Read from its thread for an outlier: the rows of the
 			// statements its connection ran before it may still be on
 			// their way in history_long, so theirs wait.
-			j.pending--
+			j.held.pending--
 			j.join(c, i, c.wires.removeAt(k).s)
 			continue
 		}
@@ -695,7 +616,7 @@ func (j *Joiner) settle(c *connState, force bool) {
 // less than multiSettleUS (or the end tolerance) before the latest read
 // began.
 func (j *Joiner) rowsMayFollow(s *event.Statement) bool {
-	return multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && j.readAt < s.TRespLast+max(j.endTolUS, multiSettleUS)
+	return multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && j.readAt < s.TRespLast+max(j.clk.endTolUS, multiSettleUS)
 }
 
 // multiSettleUS is the least time after a multi-statement query's answer
@@ -715,11 +636,11 @@ func (j *Joiner) latestAnswer(c *connState) int64 {
 	case !c.wires.at(n - 1).s.HasResponse():
 		return noEnd
 	}
-	return c.answerMax + j.tolUS
+	return c.answerMax + j.clk.tolUS
 }
 
 func (j *Joiner) popWire(c *connState) *event.Statement {
-	j.pending--
+	j.held.pending--
 	return c.wires.pop().s
 }
 
@@ -729,7 +650,7 @@ func (j *Joiner) popWire(c *connState) *event.Statement {
 func (j *Joiner) bestWire(c *connState, r *collect.ServerStatement) (best int, fit int64) {
 	best, fit = -1, noEnd
 	for i := 0; i < c.wires.len(); i++ {
-		if c.wires.at(i).s.TReqFirst-j.tolUS > r.StartUS {
+		if c.wires.at(i).s.TReqFirst-j.clk.tolUS > r.StartUS {
 			break // later statements start even later
 		}
 		if f, ok := j.wireFit(c, i, r); ok && f < fit {
@@ -744,7 +665,7 @@ func (j *Joiner) bestWire(c *connState, r *collect.ServerStatement) (best int, f
 func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64, bool) {
 	s := c.wires.at(i).s
 	answer := answerStart(c, i)
-	if r.StartUS > answer+j.tolUS || r.EndUS > j.latestEnd(c, i) ||
+	if r.StartUS > answer+j.clk.tolUS || r.EndUS > j.latestEnd(c, i) ||
 		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
 		return 0, false
 	}
@@ -767,9 +688,9 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 // the guess.
 func (j *Joiner) latestEnd(c *connState, i int) int64 {
 	if i+1 < c.wires.len() {
-		return max(nextAnswer(c, i)+j.tolUS, windowEnd(c, i)+j.endTolUS)
+		return max(nextAnswer(c, i)+j.clk.tolUS, windowEnd(c, i)+j.clk.endTolUS)
 	}
-	return windowEnd(c, i) + j.endTolUS
+	return windowEnd(c, i) + j.clk.endTolUS
 }
 
 // noEnd stands for "no bound yet"; far below MaxInt64 so that adding the
@@ -835,7 +756,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		// The statements of a multi-statement query all start before its
 		// response ends; the next statement's row starts after the client
 		// sent it, which is after that.
-		if r.StartUS > s.TRespLast+j.errUS || r.EndUS > s.TRespLast+j.endTolUS {
+		if r.StartUS > s.TRespLast+j.clk.errUS || r.EndUS > s.TRespLast+j.clk.endTolUS {
 			break
 		}
 		if j.nextClaims(c, r) {
@@ -851,7 +772,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		j.stats.Merged++
 	}
 	s.Statements = parts
-	calErr := max(j.errUS, 1)
+	calErr := max(j.clk.errUS, 1)
 	cl := decompose(s, start, end, zeroWindows(s), calErr, calErr+ServerTailUS)
 	if abs(cl.startMovedUS) > calErr {
 		j.stats.ClampedStart++
@@ -908,7 +829,7 @@ func (j *Joiner) nextClaims(c *connState, r *collect.ServerStatement) bool {
 		return false
 	}
 	next := c.wires.at(0).s
-	return r.StartUS+j.errUS >= next.TReqLast && cmdCompatible(next.Cmd, r.EventName) && textCompatible(next.SQL, r.SQLText)
+	return r.StartUS+j.clk.errUS >= next.TReqLast && cmdCompatible(next.Cmd, r.EventName) && textCompatible(next.SQL, r.SQLText)
 }
 
 // take marks the i-th buffered row as used and returns a pointer to it,
@@ -916,7 +837,7 @@ func (j *Joiner) nextClaims(c *connState, r *collect.ServerStatement) bool {
 func (j *Joiner) take(c *connState, i int) *collect.ServerStatement {
 	it := c.rows.at(i)
 	it.done = true
-	j.pending--
+	j.held.pending--
 	return &it.r
 }
 
@@ -928,13 +849,13 @@ func (j *Joiner) dropDeadRows(c *connState) {
 	for c.rows.len() > 0 {
 		it := c.rows.front()
 		if !it.done {
-			if it.r.EndUS >= c.lastReqFirst-j.tolUS {
+			if it.r.EndUS >= c.lastReqFirst-j.clk.tolUS {
 				return
 			}
 			if k, _ := j.bestWire(c, &it.r); k >= 0 {
 				return
 			}
-			j.pending--
+			j.held.pending--
 			j.unmatched(event.RowNoWire)
 		}
 		c.rows.pop()
@@ -947,7 +868,7 @@ func (j *Joiner) dropDeadRows(c *connState) {
 // next statement bounds its end): rows come in order, so no other will
 // arrive for them.
 func (j *Joiner) dropSupersededWires(c *connState) {
-	for c.wires.len() > 0 && windowEnd(c, 0)+j.tolUS < c.lastRowStart && !j.rowWithin(c, windowEnd(c, 0)+j.tolUS) {
+	for c.wires.len() > 0 && windowEnd(c, 0)+j.clk.tolUS < c.lastRowStart && !j.rowWithin(c, windowEnd(c, 0)+j.clk.tolUS) {
 		j.unjoined(j.popWire(c), event.NoRow)
 	}
 }
@@ -962,137 +883,9 @@ func (j *Joiner) rowWithin(c *connState, t int64) bool {
 	return false
 }
 
-// unjoined emits s without a server row, noting why (an expiry or an
-// eviction in progress overrides the reason its caller saw). The join's
-// reason replaces what the capture noted (mid-stream, TLS...): those
-// statements can join, so when one does not, the join says why.
-func (j *Joiner) unjoined(s *event.Statement, why event.Reason) {
-	if j.giving != event.ReasonNone && why != event.NoConn {
-		why = j.giving
-	}
-	s.Joined, s.Why = false, why
-	s.Notes = append(s.Notes, why.Text())
-	j.stats.UnjoinedWire++
-	j.deliver(s)
-}
-
-// unmatched counts a server row no wire statement took, by reason.
-func (j *Joiner) unmatched(why event.Reason) {
-	if j.givingRow != event.ReasonNone {
-		why = j.givingRow
-	}
-	j.stats.UnmatchedServer++
-	j.unmatchedBy.Add(why)
-}
-
 func (j *Joiner) deliver(s *event.Statement) {
 	if j.groups != nil && s.ConnID != 0 {
 		s.PoolGroup = &j.groups[s.ConnID%uint64(len(j.groups))]
 	}
 	j.emit(s)
-}
-
-// expire gives up the item a reference points to, with everything older on
-// its connection (items leave a connection in order).
-func (j *Joiner) expire(a ageRef) {
-	c := a.c
-	if c.gen != a.gen {
-		return
-	}
-	if c.id != 0 {
-		j.settle(c, true) // last chance for poorly fitting rows
-		if c.gen != a.gen {
-			return // settle emptied and released it
-		}
-	}
-	if a.server {
-		for c.rows.len() > 0 && c.rows.front().seq <= a.seq {
-			if !c.rows.front().done {
-				j.pending--
-				j.unmatched(event.RowExpired)
-			}
-			c.rows.pop()
-		}
-	} else {
-		why := event.Expired
-		if c.id == 0 {
-			why = event.NoConn
-		}
-		for c.wires.len() > 0 && c.wires.front().seq <= a.seq {
-			j.unjoined(j.popWire(c), why)
-		}
-	}
-	if c.id != 0 {
-		j.settle(c, false) // what blocked the queue is gone: the rest may match now
-	} else {
-		j.release(c)
-	}
-}
-
-// giveUp expires a, everything given up meanwhile noted as wire / row.
-func (j *Joiner) giveUp(wire, row event.Reason, a ageRef) {
-	j.giving, j.givingRow = wire, row
-	j.expire(a)
-	j.giving, j.givingRow = event.ReasonNone, event.ReasonNone
-}
-
-// stale reports whether the item a reference points to is gone already.
-func (a *ageRef) stale() bool {
-	c := a.c
-	if c.gen != a.gen {
-		return true
-	}
-	// Items leave a connection from the front. Rows reordered by
-	// insertSorted may sit behind a newer one; they are then given up with
-	// the newer one's reference, which expire handles by sequence.
-	if a.server {
-		return c.rows.len() == 0 || c.rows.front().seq > a.seq
-	}
-	return c.wires.len() == 0 || c.wires.front().seq > a.seq
-}
-
-// dropStaleRefs pops references to items that were matched meanwhile, so
-// the age queue stays as small as what is really pending.
-func (j *Joiner) dropStaleRefs() {
-	for j.age.len() > 0 && j.age.front().stale() {
-		j.age.pop()
-	}
-}
-
-// enforceBound gives up the oldest items while more than MaxPending are
-// held, and keeps the age queue itself bounded when Flush is rare.
-func (j *Joiner) enforceBound() {
-	j.dropStaleRefs()
-	for j.pending > j.opts.MaxPending || j.age.len() > 4*j.opts.MaxPending {
-		before := j.pending
-		j.giveUp(event.Evicted, event.RowEvicted, j.age.pop())
-		j.stats.Evicted += int64(before - j.pending)
-		j.dropStaleRefs()
-	}
-}
-
-// clientAddr returns the client side of "cli_ip:port>srv_ip:port".
-func clientAddr(conn string) string {
-	i := strings.IndexByte(conn, '>')
-	if i <= 0 {
-		return ""
-	}
-	return canonicalAddr(conn[:i])
-}
-
-// canonicalAddr makes the capture's and the processlist's spelling of a
-// client address agree: MariaDB shows TCP clients from 127.0.0.1 as
-// "localhost:port" even with skip-name-resolve (measured on 10.11).
-func canonicalAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if host == "localhost" || host == "::1" || host == "::ffff:127.0.0.1" {
-		host = "127.0.0.1"
-	}
-	if host == addr[:len(host)] && !strings.Contains(host, ":") {
-		return addr // already canonical: avoid allocating on the hot path
-	}
-	return net.JoinHostPort(host, port)
 }

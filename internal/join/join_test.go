@@ -386,8 +386,8 @@ func TestJoinMemoryBound(t *testing.T) {
 			t.Fatalf("pending %d > MaxPending", p)
 		}
 	}
-	if j.age.len() > 400 || len(j.conns)+len(j.orphans) > 100 {
-		t.Fatalf("internal queues not bounded: age=%d conns=%d", j.age.len(), len(j.conns))
+	if j.held.age.len() > 400 || len(j.conns)+len(j.orphans) > 100 {
+		t.Fatalf("internal queues not bounded: age=%d conns=%d", j.held.age.len(), len(j.conns))
 	}
 	j.FlushAll()
 	st := j.Stats()

@@ -54,7 +54,7 @@ func (j *Joiner) takeWiresSince(sinceUS int64) []wireItem {
 			kept = append(kept, *c.wires.at(k))
 		}
 		c.wires.truncate(i)
-		j.pending -= n - i
+		j.held.pending -= n - i
 	}
 	for _, c := range j.conns {
 		take(c)
@@ -67,13 +67,11 @@ func (j *Joiner) takeWiresSince(sinceUS int64) []wireItem {
 }
 
 func (j *Joiner) resetLocked() {
-	for j.age.len() > 0 {
-		j.giveUp(event.Restart, event.RowRunEnd, j.age.pop())
+	for j.held.age.len() > 0 {
+		j.giveUp(event.Restart, event.RowRunEnd, j.held.age.pop())
 	}
 	j.expireAnon(1<<62 - 1)
-	clear(j.threads)
-	clear(j.addrs)
-	j.off = newOffsetEstimator(j.opts.CalibrationErrorUS)
-	j.holding, j.holdDone, j.holdSince, j.moved = false, false, 0, 0
-	j.retune()
+	j.thr.reset()
+	clear(j.addrs.ids)
+	j.clk.reset()
 }

@@ -22,6 +22,66 @@ const maxAnon = 16_384
 // another busy connection that happened to fit.
 const anonGraceUS = 50_000
 
+// threadIDs identifies the threads whose connection performance_schema no
+// longer names (the thread ended before its rows were read): the threads
+// already attributed, the id offset that hints at the rest, and the rows
+// waiting for attribution. The Joiner attributes them against its
+// connections' pending wire statements (attributeAnon, connOfRows).
+type threadIDs struct {
+	// threads maps THREAD_ID -> connection id learned for rows read after
+	// their connection ended (performance_schema forgets the mapping then).
+	threads map[uint64]uint64
+	// ids follows THREAD_ID − PROCESSLIST_ID, a hint for ended threads.
+	ids idOffset
+	// anon holds rows of ended threads not attributed yet: on a busy
+	// capture their wire statement can arrive after the poll that read them.
+	anon []anonRow
+	// spans indexes the pending wire statements for connOfRows, built once
+	// per attributeAnon pass (candidates.go).
+	spans spanIndex
+	// shifted is connOfRows' buffer of rows on the capture's clock.
+	shifted []collect.ServerStatement
+	// partial: only a join sample's connections hand their statements in
+	// (SetPartial).
+	partial bool
+}
+
+// hold keeps r for attribution, false when it cannot be (no thread, no
+// time, or the bound is reached: the caller counts it as background).
+func (t *threadIDs) hold(r *collect.ServerStatement, nowUS int64) bool {
+	if r.ThreadID == 0 || r.StartUS == 0 || len(t.anon) >= maxAnon {
+		return false
+	}
+	t.anon = append(t.anon, anonRow{r: *r, added: nowUS})
+	return true
+}
+
+// learn records thread's connection id.
+func (t *threadIDs) learn(thread, id uint64) {
+	if len(t.threads) >= maxThreadMap {
+		clear(t.threads)
+	}
+	t.threads[thread] = id
+}
+
+// expire drops the held rows older than cutoff and returns how many.
+func (t *threadIDs) expire(cutoff int64) (dropped int) {
+	kept := t.anon[:0]
+	for _, a := range t.anon {
+		if a.added <= cutoff {
+			dropped++
+			continue
+		}
+		kept = append(kept, a)
+	}
+	clear(t.anon[len(kept):])
+	t.anon = kept
+	return dropped
+}
+
+// reset forgets every thread (a server restart: ids start over).
+func (t *threadIDs) reset() { clear(t.threads) }
+
 // anonRow is a server row of an ended thread waiting for its connection.
 type anonRow struct {
 	r     collect.ServerStatement
@@ -34,11 +94,9 @@ type anonRow struct {
 // idle connections right after a burst). attributeAnon finds its
 // connection from the wire.
 func (j *Joiner) holdAnon(r *collect.ServerStatement, nowUS int64) {
-	if r.ThreadID == 0 || r.StartUS == 0 || len(j.anon) >= maxAnon {
+	if !j.thr.hold(r, nowUS) {
 		j.stats.Background++
-		return
 	}
-	j.anon = append(j.anon, anonRow{r: *r, added: nowUS})
 }
 
 // attributeAnon attributes the held rows thread by thread. A thread served
@@ -47,23 +105,23 @@ func (j *Joiner) holdAnon(r *collect.ServerStatement, nowUS int64) {
 // connections half the time, a thread's hundred rows fit only their own.
 // Rows wait anonGraceUS after they were read unless force (end of run).
 func (j *Joiner) attributeAnon(nowUS int64, force bool) {
-	if len(j.anon) == 0 {
+	if len(j.thr.anon) == 0 {
 		return
 	}
 	// Stable: a thread's rows keep their EVENT_ID order.
-	slices.SortStableFunc(j.anon, func(a, b anonRow) int { return cmp.Compare(a.r.ThreadID, b.r.ThreadID) })
+	slices.SortStableFunc(j.thr.anon, func(a, b anonRow) int { return cmp.Compare(a.r.ThreadID, b.r.ThreadID) })
 	j.batch++
-	j.spans.stale = true // wire statements came and went since the last pass
+	j.thr.spans.stale = true // wire statements came and went since the last pass
 	touched := j.touched[:0]
-	kept := j.anon[:0]
-	for lo := 0; lo < len(j.anon); {
+	kept := j.thr.anon[:0]
+	for lo := 0; lo < len(j.thr.anon); {
 		hi := lo + 1
-		for hi < len(j.anon) && j.anon[hi].r.ThreadID == j.anon[lo].r.ThreadID {
+		for hi < len(j.thr.anon) && j.thr.anon[hi].r.ThreadID == j.thr.anon[lo].r.ThreadID {
 			hi++
 		}
-		group := j.anon[lo:hi]
+		group := j.thr.anon[lo:hi]
 		lo = hi
-		id, known := j.threads[group[0].r.ThreadID]
+		id, known := j.thr.threads[group[0].r.ThreadID]
 		if !known {
 			if !force && !graceOver(group, nowUS) {
 				kept = append(kept, group...)
@@ -77,7 +135,7 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 		}
 		c := j.conn(id)
 		for i := range group {
-			base, shift := j.clockOf(&group[i].r)
+			base, shift := j.clk.clockOf(&group[i].r)
 			j.pushRow(c, &group[i].r, id, base, shift, group[i].added)
 		}
 		if c.batch != j.batch {
@@ -85,8 +143,8 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 			touched = append(touched, c)
 		}
 	}
-	clear(j.anon[len(kept):])
-	j.anon = kept
+	clear(j.thr.anon[len(kept):])
+	j.thr.anon = kept
 	j.settleBatch(touched, nowUS)
 }
 
@@ -138,7 +196,7 @@ func (o *idOffset) guess(thread uint64) (uint64, bool) {
 // the threads table), for the id offset that names ended threads'.
 func (j *Joiner) ObserveThread(thread, conn uint64) {
 	j.mu.Lock()
-	j.ids.observe(thread, conn)
+	j.thr.ids.observe(thread, conn)
 	j.mu.Unlock()
 }
 
@@ -147,15 +205,12 @@ func (j *Joiner) ObserveThread(thread, conn uint64) {
 // only where a trusted id offset names the connection they fit.
 func (j *Joiner) SetPartial(on bool) {
 	j.mu.Lock()
-	j.partial = on
+	j.thr.partial = on
 	j.mu.Unlock()
 }
 
 func (j *Joiner) learnThread(thread, id uint64) {
-	if len(j.threads) >= maxThreadMap {
-		clear(j.threads)
-	}
-	j.threads[thread] = id
+	j.thr.learn(thread, id)
 	j.stats.ThreadsLearned++
 }
 
@@ -185,12 +240,12 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		off int
 	}
 	// The rows on the capture's clock, once for every connection tried.
-	j.shifted = slices.Grow(j.shifted[:0], n)[:n] // reused: a burst's ended threads hold thousands of rows
-	shifted := j.shifted
+	j.thr.shifted = slices.Grow(j.thr.shifted[:0], n)[:n] // reused: a burst's ended threads hold thousands of rows
+	shifted := j.thr.shifted
 	defer clear(shifted) // keep no texts alive between calls
 	for i := range rows {
 		shifted[i] = rows[i].r
-		_, shift := j.clockOf(&shifted[i])
+		_, shift := j.clk.clockOf(&shifted[i])
 		shifted[i].StartUS, shifted[i].EndUS = shifted[i].StartUS-shift, shifted[i].EndUS-shift
 	}
 	var fits []tally
@@ -204,11 +259,11 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 			switch k, fit := j.nearestWire(c, &shifted[i]); {
 			case k >= 0 && answerStart(c, k) >= noEnd:
 				// no evidence (see above)
-			case k < 0 || fit > j.fitTolUS:
+			case k < 0 || fit > j.clk.fitTolUS:
 				miss++
 			default:
 				hits++
-				if fit > j.errUS {
+				if fit > j.clk.errUS {
 					off++
 				}
 			}
@@ -220,7 +275,7 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 			fits = append(fits, tally{id, off})
 		}
 	}
-	if id, ok := j.ids.guess(rows[0].r.ThreadID); ok && j.partial {
+	if id, ok := j.thr.ids.guess(rows[0].r.ThreadID); ok && j.thr.partial {
 		// Under a join sample the connections left out have no wire
 		// statements here, so an ended thread of theirs can fit one that is
 		// in, alone: a trusted id offset that names another connection
@@ -232,7 +287,7 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 	}
 	if len(fits) > 1 {
 		// Several connections fit: the id offset may single one out.
-		if id, ok := j.ids.guess(rows[0].r.ThreadID); ok && slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) {
+		if id, ok := j.thr.ids.guess(rows[0].r.ThreadID); ok && slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) {
 			return id
 		}
 	}
@@ -267,7 +322,7 @@ func (j *Joiner) nearestWire(c *connState, r *collect.ServerStatement) (best int
 	lo, hi := 0, c.wires.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if c.wires.at(m).s.TReqFirst-j.fitTolUS > r.StartUS {
+		if c.wires.at(m).s.TReqFirst-j.clk.fitTolUS > r.StartUS {
 			hi = m
 		} else {
 			lo = m + 1
@@ -279,7 +334,7 @@ func (j *Joiner) nearestWire(c *connState, r *collect.ServerStatement) (best int
 		if ok && f <= fit {
 			best, fit = i, f
 		}
-		if s := c.wires.at(i).s; s.HasResponse() && answerOf(s)+j.fitTolUS < r.StartUS {
+		if s := c.wires.at(i).s; s.HasResponse() && answerOf(s)+j.clk.fitTolUS < r.StartUS {
 			break // answered before the row started: earlier ones were too
 		}
 	}
@@ -289,20 +344,11 @@ func (j *Joiner) nearestWire(c *connState, r *collect.ServerStatement) (best int
 // expireAnon gives up held rows older than cutoff: background threads, or
 // connections whose statements never reached the wire.
 func (j *Joiner) expireAnon(cutoff int64) {
-	kept := j.anon[:0]
-	for _, a := range j.anon {
-		if a.added <= cutoff {
-			// Counted, not reported: an ended thread's row that no wire
-			// statement took may be a connection's the capture did carry
-			// (its statements late, given up, or sampled out) as well as a
-			// unix socket's or a server thread's; reported as a statement of
-			// its own it would count twice. Socket threads are known while
-			// they live (AddServer reports theirs).
-			j.stats.Background++
-			continue
-		}
-		kept = append(kept, a)
-	}
-	clear(j.anon[len(kept):])
-	j.anon = kept
+	// Counted, not reported: an ended thread's row that no wire statement
+	// took may be a connection's the capture did carry (its statements
+	// late, given up, or sampled out) as well as a unix socket's or a
+	// server thread's; reported as a statement of its own it would count
+	// twice. Socket threads are known while they live (AddServer reports
+	// theirs).
+	j.stats.Background += int64(j.thr.expire(cutoff))
 }
