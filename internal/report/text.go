@@ -209,8 +209,11 @@ func writeNotes(w *bufio.Writer, notes []string) {
 	}
 }
 
-// duration renders microseconds with three significant digits: 850µs,
-// 12.3ms, 1.23s, 2m03s, 1h02m.
+// Duration renders microseconds with three significant digits, as the
+// reports and watch's live view write times: 850µs, 12.3ms, 1.23s, 2m03s,
+// 1h02m.
+func Duration(us int64) string { return duration(us) }
+
 func duration(us int64) string {
 	switch {
 	case us < 1000:

@@ -9,6 +9,8 @@ import (
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/diagnose"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // drawLive redraws the terminal view: the worst statements now with their
@@ -79,7 +81,7 @@ func writeConns(w *bufio.Writer, conns []ConnSummary) {
 	}
 	fmt.Fprintf(w, "\n%-28s %-8s %-11s %-10s %-10s\n", "connection", "id", "statements", "queue", "stall")
 	for _, c := range conns {
-		fmt.Fprintf(w, "%-28s %-8d %-11d %-10s %-10s\n", clip(c.Conn, 28), c.ConnID, c.Statements, dur(c.QueueUS), dur(c.StallUS))
+		fmt.Fprintf(w, "%-28s %-8d %-11d %-10s %-10s\n", sqltext.Clip(c.Conn, 28), c.ConnID, c.Statements, report.Duration(c.QueueUS), report.Duration(c.StallUS))
 	}
 }
 
@@ -89,15 +91,15 @@ func writeLiveFindings(w *bufio.Writer, fs []event.Finding) {
 	}
 	fmt.Fprintln(w, "\nfindings (last 10k statements):")
 	for _, f := range fs {
-		fmt.Fprintf(w, "  %s [%s] %s\n", f.Code, f.Severity, clip(f.Summary, 150))
+		fmt.Fprintf(w, "  %s [%s] %s\n", f.Code, f.Severity, sqltext.Clip(f.Summary, 150))
 	}
 }
 
 func writeWorst(w *bufio.Writer, worst []event.Statement) {
 	fmt.Fprintf(w, "%-10s %-9s %-9s %-9s %-9s %-9s  %-22s %s\n", "client", "request", "queue", "exec", "stall", "delivery", "connection", "statement")
 	for _, s := range worst {
-		fmt.Fprintf(w, "%-10s %-9s %-9s %-9s %-9s %-9s  %-22s %s\n", dur(s.ClientUS), part(s, s.RequestUS), part(s, s.QueueUS),
-			part(s, s.ExecUS), part(s, s.SendStallUS), part(s, s.DeliveryUS), clip(s.Conn, 22), clip(s.SQL, 60))
+		fmt.Fprintf(w, "%-10s %-9s %-9s %-9s %-9s %-9s  %-22s %s\n", report.Duration(s.ClientUS), part(s, s.RequestUS), part(s, s.QueueUS),
+			part(s, s.ExecUS), part(s, s.SendStallUS), part(s, s.DeliveryUS), sqltext.Clip(s.Conn, 22), sqltext.Clip(s.SQL, 60))
 	}
 }
 
@@ -106,7 +108,7 @@ func writeWorst(w *bufio.Writer, worst []event.Statement) {
 func writeWorstServer(w *bufio.Writer, worst []event.Statement) {
 	fmt.Fprintf(w, "%-10s %-10s  %-22s %s\n", "server", "client", "connection id", "statement (no wire: client time unknown)")
 	for _, s := range worst {
-		fmt.Fprintf(w, "%-10s %-10s  %-22d %s\n", dur(s.ServerUS), "?", s.ConnID, clip(s.SQL, 60))
+		fmt.Fprintf(w, "%-10s %-10s  %-22d %s\n", report.Duration(s.ServerUS), "?", s.ConnID, sqltext.Clip(s.SQL, 60))
 	}
 }
 
@@ -116,7 +118,7 @@ func writeGroups(w *bufio.Writer, groups []GroupSummary) {
 	}
 	fmt.Fprintf(w, "\n%-6s %-10s %-12s %-12s\n", "group", "statements", "queue total", "max queue")
 	for _, g := range groups {
-		fmt.Fprintf(w, "%-6d %-10d %-12s %-12s\n", g.Group, g.Statements, dur(g.QueueUS), dur(g.MaxQueueUS))
+		fmt.Fprintf(w, "%-6d %-10d %-12s %-12s\n", g.Group, g.Statements, report.Duration(g.QueueUS), report.Duration(g.MaxQueueUS))
 	}
 }
 
@@ -124,23 +126,6 @@ func part(s event.Statement, us int64) string {
 	if !s.Joined {
 		return "-"
 	}
-	return dur(us)
+	return report.Duration(us)
 }
 
-func dur(us int64) string {
-	switch {
-	case us >= 1_000_000:
-		return fmt.Sprintf("%.2fs", float64(us)/1e6)
-	case us >= 1000:
-		return fmt.Sprintf("%.1fms", float64(us)/1e3)
-	}
-	return fmt.Sprintf("%dµs", us)
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
