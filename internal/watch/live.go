@@ -128,4 +128,3 @@ func part(s event.Statement, us int64) string {
 	}
 	return report.Duration(us)
 }
-
