@@ -50,3 +50,16 @@ func (o *ownAddrs) isOwn(conn string) bool {
 	client, _, _ := strings.Cut(conn, ">")
 	return (*o.addrs.Load())[client]
 }
+
+// isOwnHost reports whether a processlist HOST (ip:port) is one of ours.
+// MariaDB writes a TCP client of 127.0.0.1 as localhost:port unless it
+// skips name resolution, while our dialler knows it as 127.0.0.1:port.
+func (o *ownAddrs) isOwnHost(host string) bool {
+	if o.isOwn(host) {
+		return true
+	}
+	if port, ok := strings.CutPrefix(host, "localhost:"); ok {
+		return o.isOwn("127.0.0.1:" + port)
+	}
+	return false
+}

@@ -213,7 +213,7 @@ func (c *joinSample) learn(procs []collect.Process) {
 	c.appPorts = c.appPorts[:0]
 	for _, pr := range procs {
 		c.hosts[pr.ID] = pr.Host // sockets and background threads: never sampled
-		if port, ok := hostPort(pr.Host); ok && !c.own.isOwn(pr.Host) {
+		if port, ok := hostPort(pr.Host); ok && !c.own.isOwnHost(pr.Host) {
 			c.appPorts = append(c.appPorts, port)
 		}
 	}
@@ -276,7 +276,7 @@ func (c *joinSample) budgetSample(n uint16) capture.Sample {
 func (c *joinSample) choosePivot(procs []collect.Process) {
 	best, bestBusy := -1, false
 	for i, pr := range procs {
-		if _, ok := hostPort(pr.Host); !ok || c.own.isOwn(pr.Host) {
+		if _, ok := hostPort(pr.Host); !ok || c.own.isOwnHost(pr.Host) {
 			continue
 		}
 		if pr.Host == c.pivotHost {

@@ -115,6 +115,14 @@ func TestChoosePivot(t *testing.T) {
 	if p.pivotHost != "127.0.0.1:40040" {
 		t.Fatal("no candidate: the pivot must stay")
 	}
+	// A server that resolves names lists our 127.0.0.1 connection as
+	// localhost:port: still ours, never the pivot.
+	q := newJoinSample(capture.All, nil, newOwnAddrs())
+	q.own.add("127.0.0.1:40010")
+	q.choosePivot([]collect.Process{{ID: 1, Host: "localhost:40010", Command: "Query"}, {ID: 2, Host: "localhost:40020", Command: "Sleep"}})
+	if q.pivotHost != "localhost:40020" {
+		t.Fatalf("pivot %q, want the application's connection, not ours written as localhost:port", q.pivotHost)
+	}
 }
 
 // A budgeted sample of any depth follows the pivot: the estimate of what
