@@ -43,4 +43,21 @@ func TestNoteUnseenForgivesALaggingWire(t *testing.T) {
 			t.Fatalf("a shortfall within the slack started the fast reads (%s)", left)
 		}
 	}
+	// A connection-per-request churn of 120 a second that the wire runs a
+	// few behind, catching up in bursts: no fast reads.
+	for i := range 10 {
+		wireNew := int64(120)
+		if i%4 == 3 {
+			wireNew = 129 // the lag made up
+		}
+		if left := read(123, wireNew); left > 0 {
+			t.Fatalf("read %d: a lagging wire under churn started the fast reads (%s)", i, left)
+		}
+	}
+	// Socket clients within that churn (30 a second the wire never sees)
+	// are still found.
+	read(150, 120)
+	if left := read(150, 120); left <= unseenProbation {
+		t.Fatalf("socket clients within a churn: fast reads for %s, want %s", left, unseenFor)
+	}
 }
