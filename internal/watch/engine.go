@@ -218,6 +218,9 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	e.readsRows = cursor != nil
 	e.wire = newWireStage(own, opts.QueueLen, e.readsRows)
 	if e.live, e.noWire, err = e.openCapture(); err != nil {
+		if restore != nil { // the consumers this run enabled
+			restore(ctx)
+		}
 		db.Close()
 		return nil, err
 	}
