@@ -74,7 +74,16 @@ happens; watch goes on, prints its result and exits 1.
 Memory is bounded whatever the SQL: the profile keeps its own row for the
 10,000 digests with the most client time (exact totals, mergeable
 sketches); the rest are counted together as "(other)", and a digest whose
-time there outgrows the smallest row takes that row's place.`,
+time there outgrows the smallest row takes that row's place. What the
+server sends is bounded the same way: 100,000 connections tracked on the
+wire, 65,536 statements queued for the join and 100,000 statements and
+rows waiting for each other (at most --max-wait), 16,384 rows of ended
+threads, 20,000 digests' outlier sketches, 20,000 connections' tallies,
+the last 50,000 statements for the diagnosis; past a bound watch gives
+up the oldest or turns the newest away, and counts what it dropped where
+a result depends on it. The capture ring is --ring-mb, grown up to
+--ring-max-mb on drops; the Go heap's soft limit is 192 MiB (GOMEMLIMIT
+overrides it).`,
 		Example: `  gapscope watch --dsn 'monitor:secret@tcp(127.0.0.1:3306)/' --duration 60s
   gapscope watch --dsn 'root@tcp(db1:3306)/' --iface eth0 --events stmts.jsonl --store watch.db
   MYSQL_PWD=secret gapscope watch --dsn 'monitor@tcp(127.0.0.1:3306)/' --enable-consumers`,
