@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopacket/gopacket/afpacket"
@@ -77,8 +78,10 @@ type ringGrowth struct {
 	seed       maphash.Seed
 	seen       map[uint64]bool
 	dedupUntil int64
-	// grew records each move, for the report.
-	grew []string
+	// grew records each move, for the report; moves counts them (read by
+	// tests from another goroutine).
+	grew  []string
+	moves atomic.Int32
 }
 
 // newRingGrowth returns the growth plan of a ring opened with opts, or nil
@@ -191,6 +194,7 @@ func (l *Live) moveTo(t *Tracker, next *openedRing) {
 	g.closedDrops += int64(v3.Drops())
 	g.grew = append(g.grew, fmt.Sprintf("the capture ring grew from %d to %d MiB after the kernel dropped packets", g.curMB, next.mb))
 	g.curMB, g.seenDrops, g.opening = next.mb, 0, false
+	g.moves.Add(1)
 	g.mu.Lock()
 	g.next = nil
 	g.mu.Unlock()

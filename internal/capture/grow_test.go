@@ -47,11 +47,19 @@ func TestRingGrowsOnDrops(t *testing.T) {
 	stop := runLive(t, live)
 	echo(t, ln, bytes.Repeat([]byte("x"), 8<<20)) // arrives during the stall
 	time.Sleep(2 * time.Second)
-	const trips, size = 3000, 64
-	pingPong(t, ln, &pingPort, trips, size)
+	// Ping until the ring has moved (on a loaded host opening it can take
+	// a while), and 1,000 round trips more.
+	const size = 64
+	deadline, movedAt := time.Now().Add(15*time.Second), -1
+	trips := pingPong(t, ln, &pingPort, size, func(i int) bool {
+		if movedAt < 0 && live.grow.moves.Load() > 0 {
+			movedAt = i
+		}
+		return i < 3000 || (movedAt < 0 && time.Now().Before(deadline)) || (movedAt >= 0 && i < movedAt+1000)
+	})
 	time.Sleep(3 * blockTimeout) // the last block is handed over
 	st := stop()
-	t.Logf("kernel drops %d, notes %q, ping segments %d", st.KernelDrops, st.Notes, len(segs))
+	t.Logf("kernel drops %d, notes %q, %d round trips (the ring moved at %d), ping segments %d", st.KernelDrops, st.Notes, trips, movedAt, len(segs))
 	if st.KernelDrops == 0 {
 		t.Fatal("no kernel drops: the test proves nothing")
 	}
@@ -63,20 +71,24 @@ func TestRingGrowsOnDrops(t *testing.T) {
 			t.Errorf("segment %v captured %d times", k, n)
 		}
 	}
+	if movedAt < 0 {
+		t.Fatal("the ring did not move within 15 s of pings")
+	}
 	if pingBytes != trips*size {
 		t.Errorf("the ping connection's requests: %d bytes captured, %d sent", pingBytes, trips*size)
 	}
 }
 
 // pingPong opens a connection to ln (its client port stored in port) and
-// makes trips round trips of size bytes.
-func pingPong(t *testing.T, ln net.Listener, port *atomic.Uint32, trips, size int) {
+// makes round trips of size bytes while more says so; it returns how many.
+func pingPong(t *testing.T, ln net.Listener, port *atomic.Uint32, size int, more func(trip int) bool) int {
 	t.Helper()
 	c := dialEcho(t, ln)
 	defer c.Close()
 	port.Store(uint32(c.LocalAddr().(*net.TCPAddr).Port))
 	msg, back := bytes.Repeat([]byte("p"), size), make([]byte, size)
-	for range trips {
+	i := 0
+	for ; more(i); i++ {
 		if _, err := c.Write(msg); err != nil {
 			t.Fatal(err)
 		}
@@ -84,6 +96,7 @@ func pingPong(t *testing.T, ln net.Listener, port *atomic.Uint32, trips, size in
 			t.Fatal(err)
 		}
 	}
+	return i
 }
 
 // TestDefaultRingHoldsLargeRequest: a 20 MB request (the field lab's
