@@ -37,7 +37,7 @@ type watchFlags struct {
 	enableConsumers, noLive   bool
 	plans                     bool
 	plansThreshold            time.Duration
-	ringMB                    int
+	ringMB, ringMaxMB         int
 	sample                    uint16
 	cpuBudget                 float64
 	cpuProfile, memProfile    string
@@ -74,7 +74,16 @@ happens; watch goes on, prints its result and exits 1.
 Memory is bounded whatever the SQL: the profile keeps its own row for the
 10,000 digests with the most client time (exact totals, mergeable
 sketches); the rest are counted together as "(other)", and a digest whose
-time there outgrows the smallest row takes that row's place.`,
+time there outgrows the smallest row takes that row's place. What the
+server sends is bounded the same way: 100,000 connections tracked on the
+wire, 65,536 statements queued for the join and 100,000 statements and
+rows waiting for each other (at most --max-wait), 16,384 rows of ended
+threads, 20,000 digests' outlier sketches, 20,000 connections' tallies,
+the last 50,000 statements for the diagnosis; past a bound watch gives
+up the oldest or turns the newest away, and counts what it dropped where
+a result depends on it. The capture ring is --ring-mb, grown up to
+--ring-max-mb on drops; the Go heap's soft limit is 192 MiB (GOMEMLIMIT
+overrides it).`,
 		Example: `  gapscope watch --dsn 'monitor:secret@tcp(127.0.0.1:3306)/' --duration 60s
   gapscope watch --dsn 'root@tcp(db1:3306)/' --iface eth0 --events stmts.jsonl --store watch.db
   MYSQL_PWD=secret gapscope watch --dsn 'monitor@tcp(127.0.0.1:3306)/' --enable-consumers`,
@@ -109,7 +118,8 @@ time there outgrows the smallest row takes that row's place.`,
 	fl.BoolVar(&f.noLive, "no-live", false, "no live view, only the final report")
 	fl.BoolVar(&f.plans, "plans", false, "catch the live plan of statements slower than --plans-threshold and report PLAN_FLIP")
 	fl.DurationVar(&f.plansThreshold, "plans-threshold", d.PlansThreshold, "with --plans: a statement running this long is slow")
-	fl.IntVar(&f.ringMB, "ring-mb", d.RingMB, "kernel capture ring in MiB (raise it if the final report shows kernel drops)")
+	fl.IntVar(&f.ringMB, "ring-mb", d.RingMB, "kernel capture ring in MiB at the start (resident all the time; the default holds a 20 MB request whole)")
+	fl.IntVar(&f.ringMaxMB, "ring-max-mb", d.MaxRingMB, "when the kernel drops packets, re-open the capture ring at twice its size, up to this many MiB (--ring-mb or less: a ring of fixed size)")
 	fl.Float64Var(&f.cpuBudget, "cpu-budget", 100*d.CPUBudget, "keep watch's own CPU under this percentage of the host's CPUs on average: every statement is always captured and counted, and every slow one joined; on a server too busy for the budget, the fast statements of only 1 in 2, 4, 8... connections (by client port, always at least one busy connection) are joined and decomposed, and the report says so; 0: join every connection whatever it costs")
 	fl.Uint16Var(&f.sample, "sample", d.Sample, "join the fast statements of a fixed 1 in N connections (chosen by a hash of the client port) instead of letting --cpu-budget choose; every connection is still captured; 1: all, as the budget allows")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gapscope itself to this file (to measure its cost)")
@@ -160,8 +170,8 @@ func (f *watchFlags) options() (watch.Options, error) {
 	if f.cpuBudget < 0 || f.cpuBudget > 100 {
 		return watch.Options{}, usagef("--cpu-budget is a percentage of the host's CPUs, between 0 (no bound) and 100, not %g", f.cpuBudget)
 	}
-	if f.ringMB < 2 || f.ringMB > 4096 {
-		return watch.Options{}, usagef("--ring-mb must be between 2 and 4096, not %d", f.ringMB)
+	if f.ringMB < 2 || f.ringMB > 4096 || f.ringMaxMB > 4096 {
+		return watch.Options{}, usagef("--ring-mb must be between 2 and 4096, not %d, and --ring-max-mb at most 4096", f.ringMB)
 	}
 	if f.duration < 0 || f.poll <= 0 || f.minPoll <= 0 || f.maxWait <= 0 {
 		return watch.Options{}, usagef("--duration, --poll, --min-poll and --max-wait must be positive")
@@ -177,7 +187,7 @@ func (f *watchFlags) options() (watch.Options, error) {
 	}
 	o := watch.Options{DSN: f.dsn, DefaultsFile: defaultsFile, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
-		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB,
+		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB, MaxRingMB: f.ringMaxMB,
 		Sample: f.sample, CPUBudget: f.cpuBudget / 100, CapturePoint: f.capturePoint, Capture: f.source}
 	o.Ports, err = tcpPorts(f.ports)
 	return o, err

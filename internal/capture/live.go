@@ -13,6 +13,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,6 +26,11 @@ type LiveOptions struct {
 	// CPU, which a saturated host does to it at times. A bigger ring rides
 	// out longer stalls before the kernel drops packets.
 	RingMB int
+	// MaxRingMB, when larger than RingMB, lets the ring grow: when the
+	// kernel drops packets the capture opens a ring twice the size (up
+	// to MaxRingMB) beside it and moves over without a gap (grow.go).
+	// 0 or at most RingMB: the ring keeps its size.
+	MaxRingMB int
 	// Source picks the live capture OpenSource opens: SourceAuto,
 	// SourceEBPF or SourcePacket ("": GAPSCOPE_CAPTURE, else
 	// DefaultSource).
@@ -35,17 +41,16 @@ type LiveOptions struct {
 	BlockKB int
 }
 
-// DefaultRingMB is the kernel ring's default size. The kernel allocates
-// the whole ring when it is set up and the process maps all of it, so it
-// is resident even on an idle server (most of an idle watch's RSS). It is
-// still 64 MiB: one request can be larger than a smaller ring (a 20 MB
-// INSERT, max_allowed_packet allows far more) and arrives on loopback in
-// tens of milliseconds, faster than a loaded host's decoder drains it; the
-// field lab's 20 MB INSERT lost packets, and with them the statement, on a
-// 16 MiB ring under load, and a saturated round dropped packets at 32 MiB
-// (figures in docs/performance.md). --ring-mb trades that margin for
-// memory on a host that knows its requests.
-const DefaultRingMB = 64
+// DefaultRingMB is the kernel ring's default size at the start. The
+// kernel allocates the whole ring when it is set up and the process maps
+// all of it, so it is resident even on an idle server (the largest part of
+// an idle watch's memory). 24 MiB holds a 20 MB request whole even while
+// the decoder gets no CPU (one request can be that large and arrives on
+// loopback in tens of milliseconds: the field lab's 20 MB INSERT lost
+// packets, and with it the statement, on a 16 MiB ring on a loaded host);
+// a load that still makes the kernel drop packets grows the ring
+// (MaxRingMB, DefaultMaxRingMB), which costs that burst's drops once.
+const DefaultRingMB = 24
 
 // Ring geometry: TPACKET_V3 blocks hold many variable-size frames; a block
 // must fit the largest frame (64 KiB on lo with offloads).
@@ -78,6 +83,11 @@ type Live struct {
 	iface        string
 	// closed: Close may be called from another goroutine.
 	closed sync.Once
+	// mu guards tp and ready against Close and the stop's interrupt while
+	// a growing ring moves (grow, nil for a ring of fixed size).
+	mu       sync.Mutex
+	stopping bool
+	grow     *ringGrowth
 	// discarded counts the unfiltered frames queued while the ring was set
 	// up, thrown away by attachFilter.
 	discarded int
@@ -98,10 +108,6 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if opts.RingMB <= 0 {
 		opts.RingMB = DefaultRingMB
 	}
-	block := ringBlockSize
-	if opts.BlockKB > 0 {
-		block = max(opts.BlockKB<<10, ringFrameSize)
-	}
 	link, flink, loopback, err := interfaceLink(iface)
 	if err != nil {
 		return nil, err
@@ -110,12 +116,36 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
+	r, err := openRing(iface, opts, opts.RingMB, filter, loopback)
+	if err != nil {
+		return nil, err
+	}
+	return &Live{opts: opts, tp: r.tp, ready: r.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface,
+		discarded: r.discarded, ignoresOutgoing: r.ignoresOutgoing, grow: newRingGrowth(iface, opts, filter, loopback)}, nil
+}
+
+// openedRing is a ring with its filter attached, ready to read.
+type openedRing struct {
+	tp              *afpacket.TPacket
+	w               *readyWaiter
+	mb              int
+	discarded       int
+	ignoresOutgoing bool
+}
+
+// openRing opens a TPACKET_V3 ring of mb MiB on iface and attaches filter
+// (after discarding what it caught before the filter).
+func openRing(iface string, opts LiveOptions, mb int, filter []bpf.RawInstruction, loopback bool) (*openedRing, error) {
+	block := ringBlockSize
+	if opts.BlockKB > 0 {
+		block = max(opts.BlockKB<<10, ringFrameSize)
+	}
 	tp, err := afpacket.NewTPacket(
 		afpacket.OptInterface(iface),
 		afpacket.TPacketVersion3,
 		afpacket.OptFrameSize(ringFrameSize),
 		afpacket.OptBlockSize(block),
-		afpacket.OptNumBlocks(max(opts.RingMB<<20/block, 2)),
+		afpacket.OptNumBlocks(max(mb<<20/block, 2)),
 		afpacket.OptBlockTimeout(blockTimeout),
 		afpacket.OptPollTimeout(0), // reads never block: readyWaiter waits
 	)
@@ -135,7 +165,7 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		tp.Close()
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
-	return &Live{opts: opts, tp: tp, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
+	return &openedRing{tp: tp, w: ring.w, mb: mb, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
 }
 
 // ErrStopped: the capture has ended.
@@ -188,6 +218,11 @@ func interfaceLink(iface string) (layers.LinkType, filterLink, bool, error) {
 // Close releases the ring. Run closes it too.
 func (l *Live) Close() error {
 	l.closed.Do(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.grow != nil {
+			l.grow.close()
+		}
 		l.ready.close()
 		l.tp.Close()
 	})
@@ -203,13 +238,14 @@ func (l *Live) Close() error {
 // which is what lets the ring take its block back.
 func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, error) {
 	defer l.Close()
-	defer context.AfterFunc(ctx, l.ready.interrupt)()
+	defer context.AfterFunc(ctx, l.interrupt)()
 	t := NewTracker(l.opts.Options, emit)
 	err := l.decode(ctx, t)
 	t.Close(time.Now().UnixMicro())
 	if _, v3, serr := l.tp.SocketStats(); serr == nil {
 		t.stats.KernelDrops = int64(v3.Drops())
 	}
+	t.stats.KernelDrops += l.grow.dropsBefore()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil // stopping is how a live capture ends
 	}
@@ -218,6 +254,7 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	if l.fallback != "" {
 		st.Notes = append(st.Notes, l.fallback)
 	}
+	st.Notes = append(st.Notes, l.grow.notes()...)
 	return st, err
 }
 
@@ -239,16 +276,31 @@ func (l *Live) decode(ctx context.Context, t *Tracker) error {
 		}
 		data, ci, err := l.tp.ZeroCopyReadPacketData()
 		if errors.Is(err, afpacket.ErrTimeout) {
+			l.checkGrow(t)
 			l.ready.wait(idleWait)
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("reading from %s: %w", l.iface, err)
 		}
-		tsUS := ci.Timestamp.UnixMicro()
-		if l.tap != nil {
-			l.tap(tsUS, data)
-		}
-		t.Packet(l.link, tsUS, data)
+		l.feed(t, ci.Timestamp.UnixMicro(), ci.Timestamp.UnixNano(), data)
+		l.afterPacket(t)
 	}
+}
+
+// decodePacket hands one frame to the tracker.
+func (l *Live) decodePacket(t *Tracker, tsUS int64, data []byte) {
+	if l.tap != nil {
+		l.tap(tsUS, data)
+	}
+	t.Packet(l.link, tsUS, data)
+}
+
+// interrupt ends the ring's wait in progress and every later one (the
+// capture is stopping), whichever ring is read by then.
+func (l *Live) interrupt() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopping = true
+	l.ready.interrupt()
 }

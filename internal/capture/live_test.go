@@ -133,13 +133,8 @@ func liveListener(tb testing.TB) (net.Listener, uint16) {
 	return ln, uint16(ln.Addr().(*net.TCPAddr).Port)
 }
 
-const echoMsg = "only this connection may be captured\n"
-
-// echoOnce opens a connection to ln, sends a line and reads it back.
-func echoOnce(t *testing.T, ln net.Listener) { echo(t, ln, []byte(echoMsg)) }
-
-// echo opens a connection to ln, sends msg and reads it back.
-func echo(t *testing.T, ln net.Listener, msg []byte) {
+// dialEcho opens a connection to ln, whose other end echoes what it reads.
+func dialEcho(t *testing.T, ln net.Listener) net.Conn {
 	t.Helper()
 	go func() {
 		c, err := ln.Accept()
@@ -152,6 +147,18 @@ func echo(t *testing.T, ln net.Listener, msg []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+const echoMsg = "only this connection may be captured\n"
+
+// echoOnce opens a connection to ln, sends a line and reads it back.
+func echoOnce(t *testing.T, ln net.Listener) { echo(t, ln, []byte(echoMsg)) }
+
+// echo opens a connection to ln, sends msg and reads it back.
+func echo(t *testing.T, ln net.Listener, msg []byte) {
+	t.Helper()
+	c := dialEcho(t, ln)
 	defer c.Close()
 	if _, err := c.Write(msg); err != nil {
 		t.Fatal(err)
@@ -175,15 +182,7 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 	}
 	tally := newFrameTally(port)
 	live.tap = tally.add
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan Stats)
-	go func() {
-		st, err := live.Run(ctx, func(*event.Statement) {})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- st
-	}()
+	stop := runLive(t, live)
 	echoOnce(t, ln)
 	select { // the ring hands a block over up to blockTimeout after its last frame
 	case <-tally.echoed:
@@ -191,8 +190,7 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 		t.Error("echo reply not captured within 10 s")
 	}
 	trips := stopTraffic()
-	cancel()
-	st := <-done
+	st := stop()
 	t.Logf("%d round trips on lo beside the capture; %d frames discarded at open; %d captured", trips, live.discarded, tally.frames)
 	if trips == 0 {
 		t.Fatal("no background traffic: the test proves nothing")
@@ -209,6 +207,20 @@ func TestLiveFilterFromTheFirstFrame(t *testing.T) {
 	if st.MidStreamFlows != 0 || st.Retransmits > int64(tally.resent) {
 		t.Errorf("stats %+v, %d real retransmissions", st, tally.resent)
 	}
+}
+
+// runLive runs live until stop, which returns its counts.
+func runLive(t *testing.T, live *Live) (stop func() Stats) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Stats)
+	go func() {
+		st, err := live.Run(ctx, func(*event.Statement) {})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	return func() Stats { cancel(); return <-done }
 }
 
 // BenchmarkIdleCaptureCPU: what a live capture costs while its filter lets

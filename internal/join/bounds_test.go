@@ -179,3 +179,35 @@ func TestJoinOldQuitDoesNotClaimAnEndedThread(t *testing.T) {
 		t.Fatalf("the old connection's COM_QUIT took a row of a thread that started 2 s after it")
 	}
 }
+
+// TestReleasedConnsKeepLittle: 768 connections of 500 rows each, released
+// together (a connection per batch, short-lived), leave the free list
+// holding at most maxFree connections of freeKeep items each, not every
+// one's grown arrays: a thousand of them kept ~200 MB of rows.
+func TestReleasedConnsKeepLittle(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{MaxWait: time.Second}, rec.emit)
+	now := int64(1_000_000_000)
+	for conn := uint64(1); conn <= 3*maxFree; conn++ {
+		rows := make([]collect.ServerStatement, 500)
+		for i := range rows {
+			start := now + int64(i)*10
+			rows[i] = row(conn, "statement/sql/select", "SELECT 1", start, start+5)
+			rows[i].EventID = uint64(i + 1)
+		}
+		j.AddServer(rows, now)
+	}
+	j.Flush(now + 2*time.Second.Microseconds()) // no wire statement came: the rows are given up, the connections released
+	j.FlushAll()
+	if j.Pending() != 0 {
+		t.Fatalf("%d items still pending", j.Pending())
+	}
+	kept := 0
+	for _, c := range j.free {
+		kept += cap(c.rows.items) + cap(c.wires.items)
+	}
+	t.Logf("%d free connections keep %d items of storage", len(j.free), kept)
+	if len(j.free) > maxFree || kept > 2*maxFree*freeKeep {
+		t.Errorf("%d free connections keep %d items (bound %d connections, %d items each)", len(j.free), kept, maxFree, 2*freeKeep)
+	}
+}

@@ -71,6 +71,16 @@ func (q *fifo[T]) reset() {
 	q.items, q.head = q.items[:0], 0
 }
 
+// release empties the queue, keeping its storage only when it holds at
+// most keep items.
+func (q *fifo[T]) release(keep int) {
+	if cap(q.items) > keep {
+		q.items, q.head = nil, 0
+		return
+	}
+	q.reset()
+}
+
 // truncate keeps the first n elements, zeroing the slots it drops.
 func (q *fifo[T]) truncate(n int) {
 	clear(q.items[q.head+n:])

@@ -305,7 +305,7 @@ func (e *engine) openCapture() (live capture.Source, noWire bool, err error) {
 	}
 	live, err = capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
 		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
-		RingMB: e.opts.RingMB, Source: e.opts.Capture})
+		RingMB: e.opts.RingMB, MaxRingMB: e.opts.MaxRingMB, Source: e.opts.Capture})
 	if err != nil {
 		e.noteServerOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
 		err = nil
@@ -533,7 +533,7 @@ func (e *engine) ownCost(elapsed, cpu time.Duration) OwnCost {
 
 func (e *engine) noteLosses(st capture.Stats, server ServerSideStats) {
 	if st.KernelDrops > 0 {
-		e.notes.add("capture dropped %d packets (the kernel's ring was full; a larger --ring-mb rides out longer stalls): some statements are missing or incomplete", st.KernelDrops)
+		e.notes.add("capture dropped %d packets (the kernel's ring was full; a larger --ring-mb, or --ring-max-mb to grow to, rides out longer stalls): some statements are missing or incomplete", st.KernelDrops)
 	}
 	if server.QueueDrops > 0 {
 		e.notes.add("joiner queue overflowed: %d wire statements dropped", server.QueueDrops)

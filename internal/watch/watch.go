@@ -40,6 +40,7 @@ func DefaultOptions() Options {
 		Sample:          1,
 		CPUBudget:       DefaultCPUBudget,
 		RingMB:          capture.DefaultRingMB,
+		MaxRingMB:       capture.DefaultMaxRingMB,
 		PollInterval:    time.Second,
 		MinPollInterval: 250 * time.Millisecond,
 		MaxWait:         5 * time.Second,
@@ -64,8 +65,10 @@ type Options struct {
 	Iface string
 	// Ports are the server ports on the wire; default: the DSN's port.
 	Ports []uint16
-	// RingMB is the kernel capture ring's size (0: capture's default).
-	RingMB int
+	// RingMB is the kernel capture ring's size at the start (0:
+	// capture's default); MaxRingMB, when larger, the size it may grow to,
+	// doubling each time the kernel drops packets (capture.LiveOptions).
+	RingMB, MaxRingMB int
 	// Sample > 1 joins the fast statements of only 1 in Sample connections
 	// (client port hash, capture.Sample): the server reads and the joins
 	// shrink with it. Every connection is still captured and counted, and
