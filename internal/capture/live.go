@@ -70,6 +70,7 @@ const (
 type Live struct {
 	opts  LiveOptions
 	tp    *afpacket.TPacket
+	rd    *v3Ring // reads tp's ring in place
 	ready *readyWaiter
 	link  layers.LinkType
 	flink filterLink
@@ -135,7 +136,14 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 		tp.Close()
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
-	return &Live{opts: opts, tp: tp, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
+	rd, err := newV3Ring(tp, block)
+	if err != nil {
+		ring.w.close()
+		tp.Close()
+		return nil, fmt.Errorf("reading the AF_PACKET ring on %s: %w", iface, err)
+	}
+	ring.w.readable = rd.ready
+	return &Live{opts: opts, tp: tp, rd: rd, ready: ring.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
 }
 
 // ErrStopped: the capture has ended.
@@ -230,22 +238,24 @@ func (l *Live) Describe() string {
 	return d
 }
 
+// ctxEvery+1 is how many frames a busy ring's reader takes between looks
+// at its context (an empty ring's looks at it every time).
+const ctxEvery = 1<<8 - 1
+
 // decode feeds the tracker every packet the ring holds, waiting for the
 // kernel to hand over a block when it holds none, until ctx ends.
 func (l *Live) decode(ctx context.Context, t *Tracker) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
+	for n := 0; ; n++ {
+		data, tsUS, ok := l.rd.read()
+		if !ok || n&ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		data, ci, err := l.tp.ZeroCopyReadPacketData()
-		if errors.Is(err, afpacket.ErrTimeout) {
+		if !ok {
 			l.ready.wait(idleWait)
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("reading from %s: %w", l.iface, err)
-		}
-		tsUS := ci.Timestamp.UnixMicro()
 		if l.tap != nil {
 			l.tap(tsUS, data)
 		}
