@@ -222,7 +222,9 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if err != nil {
 		return err
 	}
-	opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.Add))
+	if outs.Writes() { // without outputs, every statement would go through a queue and a goroutine to nothing
+		opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.Add))
+	}
 	exp, err := startExporters(ctx, errOut, f.exp, cfg)
 	if err != nil {
 		_ = outs.Close(nil)

@@ -43,6 +43,8 @@ type flow struct {
 	// fullAsked: the connection's whole answers were asked of the kernel.
 	ans       answerFramer
 	fullAsked bool
+	// gone: the tracker dropped the flow from its table (tracker.drop).
+	gone bool
 }
 
 // segment advances the flow with one TCP segment.

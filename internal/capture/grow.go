@@ -3,14 +3,12 @@
 package capture
 
 import (
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gopacket/gopacket/afpacket"
 	"golang.org/x/net/bpf"
 )
 
@@ -174,13 +172,13 @@ func (r *openedRing) close() {
 // ring yet (the kernel hands a block over when it is full or after
 // blockTimeout) it does nothing: the next check tries again.
 func (l *Live) moveTo(t *Tracker, next *openedRing) {
-	data, ci, err := next.tp.ZeroCopyReadPacketData()
-	if err != nil {
+	data, firstNS, ok := next.rd.readNS()
+	if !ok {
 		return
 	}
 	first := append([]byte(nil), data...)
 	g := l.grow
-	if cut := ci.Timestamp.UnixNano(); g.lastNS < cut {
+	if cut := firstNS; g.lastNS < cut {
 		l.drainUpTo(t, cut)
 	}
 	g.seen = map[uint64]bool{}
@@ -199,24 +197,24 @@ func (l *Live) moveTo(t *Tracker, next *openedRing) {
 	g.next = nil
 	g.mu.Unlock()
 	l.swap(next)
-	l.feed(t, ci.Timestamp.UnixMicro(), ci.Timestamp.UnixNano(), first)
+	l.feed(t, firstNS/1000, firstNS, first)
 }
 
 // drainUpTo feeds t the old ring's packets stamped before cut (Unix ns).
 // Packets from cut on are in the new ring too, which will bring them.
 func (l *Live) drainUpTo(t *Tracker, cut int64) {
 	for {
-		data, ci, err := l.tp.ZeroCopyReadPacketData()
-		if errors.Is(err, afpacket.ErrTimeout) {
+		data, ns, ok := l.rd.readNS()
+		if !ok {
 			if !l.ready.wait(drainQuiet) {
 				return // a partly full block is handed over within blockTimeout: none is left
 			}
 			continue
 		}
-		if err != nil || ci.Timestamp.UnixNano() >= cut {
+		if ns >= cut {
 			return
 		}
-		l.feed(t, ci.Timestamp.UnixMicro(), ci.Timestamp.UnixNano(), data)
+		l.feed(t, ns/1000, ns, data)
 	}
 }
 
@@ -268,8 +266,8 @@ func (g *ringGrowth) remember(ns int64, data []byte) {
 // swap makes next the ring Run reads and closes the old one.
 func (l *Live) swap(next *openedRing) {
 	l.mu.Lock()
-	old := &openedRing{tp: l.tp, w: l.ready}
-	l.tp, l.ready = next.tp, next.w
+	old := &openedRing{tp: l.tp, rd: l.rd, w: l.ready}
+	l.tp, l.rd, l.ready = next.tp, next.rd, next.w
 	if l.stopping {
 		l.ready.interrupt()
 	}

@@ -75,6 +75,7 @@ const (
 type Live struct {
 	opts  LiveOptions
 	tp    *afpacket.TPacket
+	rd    *v3Ring // reads tp's ring in place
 	ready *readyWaiter
 	link  layers.LinkType
 	flink filterLink
@@ -120,13 +121,14 @@ func OpenLive(iface string, opts LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Live{opts: opts, tp: r.tp, ready: r.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface,
+	return &Live{opts: opts, tp: r.tp, rd: r.rd, ready: r.w, link: link, flink: flink, dropOutgoing: loopback, iface: iface,
 		discarded: r.discarded, ignoresOutgoing: r.ignoresOutgoing, grow: newRingGrowth(iface, opts, filter, loopback)}, nil
 }
 
 // openedRing is a ring with its filter attached, ready to read.
 type openedRing struct {
 	tp              *afpacket.TPacket
+	rd              *v3Ring // reads tp's ring in place
 	w               *readyWaiter
 	mb              int
 	discarded       int
@@ -165,7 +167,14 @@ func openRing(iface string, opts LiveOptions, mb int, filter []bpf.RawInstructio
 		tp.Close()
 		return nil, fmt.Errorf("attaching port filter on %s: %w", iface, err)
 	}
-	return &openedRing{tp: tp, w: ring.w, mb: mb, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
+	rd, err := newV3Ring(tp, block)
+	if err != nil {
+		ring.w.close()
+		tp.Close()
+		return nil, fmt.Errorf("reading the AF_PACKET ring on %s: %w", iface, err)
+	}
+	ring.w.readable = rd.ready
+	return &openedRing{tp: tp, rd: rd, w: ring.w, mb: mb, discarded: discarded, ignoresOutgoing: ignoresOutgoing}, nil
 }
 
 // ErrStopped: the capture has ended.
@@ -267,23 +276,26 @@ func (l *Live) Describe() string {
 	return d
 }
 
+// ctxEvery+1 is how many frames a busy ring's reader takes between looks
+// at its context (an empty ring's looks at it every time).
+const ctxEvery = 1<<8 - 1
+
 // decode feeds the tracker every packet the ring holds, waiting for the
 // kernel to hand over a block when it holds none, until ctx ends.
 func (l *Live) decode(ctx context.Context, t *Tracker) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
+	for n := 0; ; n++ {
+		data, tsNS, ok := l.rd.readNS()
+		if !ok || n&ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		data, ci, err := l.tp.ZeroCopyReadPacketData()
-		if errors.Is(err, afpacket.ErrTimeout) {
+		if !ok {
 			l.checkGrow(t)
 			l.ready.wait(idleWait)
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("reading from %s: %w", l.iface, err)
-		}
-		l.feed(t, ci.Timestamp.UnixMicro(), ci.Timestamp.UnixNano(), data)
+		l.feed(t, tsNS/1000, tsNS, data)
 		l.afterPacket(t)
 	}
 }

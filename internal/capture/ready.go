@@ -28,6 +28,10 @@ type readyWaiter struct {
 	pollMS int
 	// stopped: interrupt was called; waits return at once from then on.
 	stopped atomic.Bool
+	// readable, when set, says whether the ring holds a block from the
+	// ring's own memory (v3Ring.ready): the test after waking then makes
+	// no system call. Unset (before the reader exists), poll(2) says.
+	readable func() bool
 }
 
 func newReadyWaiter(fd int) *readyWaiter {
@@ -60,6 +64,8 @@ func (w *readyWaiter) wait(d time.Duration) bool {
 	case w.rc == nil && w.fd < 0: // no descriptor to wait on: look again soon
 		time.Sleep(min(d, 5*time.Millisecond))
 		return true
+	case w.readable != nil && w.readable():
+		return true
 	case w.rc == nil:
 		ms := int(d / time.Millisecond)
 		if w.pollMS > 0 {
@@ -81,6 +87,9 @@ func (w *readyWaiter) wait(d time.Duration) bool {
 		// Read starts by forgetting readiness the poller saw before it
 		// (edge-triggered): a block handed over since the ring was last
 		// looked at would wait for the next one. Look now, without blocking.
+		if w.readable != nil {
+			return w.readable()
+		}
 		return readableNow(int(fd))
 	})
 	return err == nil

@@ -4,11 +4,8 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
-
-	"github.com/gopacket/gopacket/afpacket"
 )
 
 // TapStats is what a Tap saw.
@@ -55,13 +52,10 @@ func (t *Tap) Run(ctx context.Context) (TapStats, error) {
 	defer l.Close()
 	defer context.AfterFunc(ctx, l.ready.interrupt)()
 	for ctx.Err() == nil {
-		data, _, err := l.tp.ZeroCopyReadPacketData()
-		if errors.Is(err, afpacket.ErrTimeout) {
+		data, _, ok := l.rd.read()
+		if !ok {
 			l.ready.wait(idleWait)
 			continue
-		}
-		if err != nil {
-			return t.Stats(), fmt.Errorf("reading from %s: %w", l.iface, err)
 		}
 		t.frames.Add(1)
 		t.bytes.Add(int64(len(data)))

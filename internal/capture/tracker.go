@@ -54,12 +54,17 @@ type Tracker struct {
 	newDec func(mysqlproto.Handler, mysqlproto.Options) connDecoder
 	norm   *sqltext.Normalizer
 	flows  map[flowKey]*flow
+	// recent caches flows by their ports (flowSlot), so that most packets
+	// find theirs without hashing the 36-byte key into the map. An entry
+	// is good while its flow has the key and is still the map's (gone).
+	recent [flowSlots]*flow
 	stats  Stats
 	notes  []string
 	pkt    packet
 	nowUS  int64
 	sweep  int64
-	sqlBuf []byte // scratch for parameter interpolation
+	sqlBuf []byte            // scratch for parameter interpolation
+	slab   []event.Statement // the statements not handed out yet (newEvent)
 	paths  pathBook
 	// heads: packets come from a header-only capture, whose answers may be
 	// cut (headmode.go); full, when set, puts a connection in the
@@ -124,13 +129,36 @@ func (t *Tracker) segment(p *packet) {
 		t.sweepIdle()
 	}
 	key, srcIsA := keyOf(p)
-	f := t.flows[key]
+	slot := &t.recent[flowSlot(&key)]
+	f := *slot
+	if f == nil || f.gone || f.key != key {
+		f = t.flows[key]
+		if f != nil {
+			*slot = f
+		}
+	}
 	if f == nil || (f.state == stateClosed && p.flags&(tcpSYN|tcpACK) == tcpSYN) {
 		if f = t.newFlow(key, p); f == nil {
 			return
 		}
+		*slot = f
 	}
 	f.segment(p, srcIsA)
+}
+
+// flowSlots is the size of the tracker's flow cache (a power of two).
+const flowSlots = 256
+
+// flowSlot picks a key's place in the flow cache from its ports: the
+// client's differs between the connections of one server.
+func flowSlot(k *flowKey) int {
+	return int((k.a.port ^ k.b.port*31) & (flowSlots - 1))
+}
+
+// drop takes a flow out of the table (and so out of the cache).
+func (t *Tracker) drop(k flowKey, f *flow) {
+	f.gone = true
+	delete(t.flows, k)
 }
 
 // newFlow starts tracking a connection, unless p cannot open one or the
@@ -148,6 +176,9 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	}
 	f := &flow{t: t, key: key}
 	f.half[0].wscale, f.half[1].wscale = -1, -1
+	if old := t.flows[key]; old != nil {
+		old.gone = true // a tombstone reopened: the cache must not find it
+	}
 	t.flows[key] = f
 	return f
 }
@@ -168,13 +199,13 @@ func (t *Tracker) sweepIdle() {
 		age := t.nowUS - f.lastUS
 		switch {
 		case f.state == stateClosed && age > tombstoneUS:
-			delete(t.flows, k)
+			t.drop(k, f)
 		case f.state != stateClosed && age > idle:
 			if f.state == stateMySQL {
 				t.stats.EvictedFlows++
 			}
 			f.close(t.nowUS)
-			delete(t.flows, k)
+			t.drop(k, f)
 		}
 	}
 }
@@ -198,8 +229,9 @@ func (t *Tracker) Close(tsUS int64) {
 		return 1
 	})
 	for _, k := range keys {
-		t.flows[k].close(tsUS)
-		delete(t.flows, k)
+		f := t.flows[k]
+		f.close(tsUS)
+		t.drop(k, f)
 	}
 }
 

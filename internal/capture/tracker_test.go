@@ -542,3 +542,84 @@ func checkSpans(t *testing.T, s *event.Statement, want []event.Span) {
 		t.Errorf("spans %v, want %v", got, want)
 	}
 }
+
+// TestTrackerFlowCacheSharedSlot: connections whose ports put them in the
+// same place of the tracker's flow cache (same ports, other client
+// addresses), their packets interleaved, each reach their own decoder;
+// a connection closed and reopened on its 4-tuple, and one evicted then
+// seen again, are new connections, never the cached old flow.
+func TestTrackerFlowCacheSharedSlot(t *testing.T) {
+	h := newHarness(Options{IdleTimeout: time.Minute})
+	a := newConv("10.0.0.1:40000", "10.0.0.9:3306")
+	b := newConv("10.0.0.2:40000", "10.0.0.9:3306")
+	key := func(c *conv) flowKey {
+		return flowKey{endpoint{c.cli.Addr().As16(), c.cli.Port()}, endpoint{c.srv.Addr().As16(), c.srv.Port()}}
+	}
+	if ka, kb := key(a), key(b); ka == kb || flowSlot(&ka) != flowSlot(&kb) {
+		t.Fatal("the two connections do not share a place in the flow cache: the test proves nothing")
+	}
+	h.feed(a.handshake(-1, -1)...)
+	h.feed(b.handshake(-1, -1)...)
+	for i := range 3 {
+		h.feed(a.fromClient([]byte(fmt.Sprintf("SELECT %d", i))), b.fromClient([]byte(fmt.Sprintf("SELECT %d", 10+i))))
+		h.feed(b.fromServer([]byte("b\n")), a.fromServer([]byte("a\n")))
+	}
+	if len(h.decs) != 2 {
+		t.Fatalf("%d decoders for two connections", len(h.decs))
+	}
+	if got, want := h.decs[0].fed[toServer].String(), "SELECT 0SELECT 1SELECT 2"; got != want {
+		t.Errorf("first connection's requests %q, want %q", got, want)
+	}
+	if got, want := h.decs[1].fed[toServer].String(), "SELECT 10SELECT 11SELECT 12"; got != want {
+		t.Errorf("second connection's requests %q, want %q", got, want)
+	}
+	if len(h.stmts) != 6 {
+		t.Errorf("%d statements, want 6", len(h.stmts))
+	}
+	// a closes and its 4-tuple opens again: a third decoder.
+	h.feed(a.fin(true), a.fin(false))
+	h.feed(a.handshake(-1, -1)...)
+	h.feed(a.fromClient([]byte("SELECT 'again'")))
+	if len(h.decs) != 3 || h.decs[2].fed[toServer].String() != "SELECT 'again'" {
+		t.Fatalf("reopened connection: %d decoders", len(h.decs))
+	}
+	// b idles past the timeout and is evicted; its next packet is a new,
+	// mid-stream connection.
+	c := newConv("10.0.0.3:41000", "10.0.0.9:3306")
+	c.tsUS = b.tsUS + 2*time.Minute.Microseconds()
+	h.feed(c.handshake(-1, -1)...)
+	if !h.decs[1].closed {
+		t.Fatal("idle connection not evicted")
+	}
+	b.tsUS = c.tsUS
+	h.feed(b.fromClient([]byte("SELECT 'late'")))
+	if len(h.decs) != 5 || !h.decs[4].opts.MidStream || h.decs[4].fed[toServer].String() != "SELECT 'late'" {
+		t.Fatalf("evicted connection seen again: %d decoders", len(h.decs))
+	}
+}
+
+// TestTrackerStatementsFromSlabsStayApart: statements come from slabs of
+// slabEvents; each one handed out is its own, never written again by the
+// tracker once emitted, across several slabs.
+func TestTrackerStatementsFromSlabsStayApart(t *testing.T) {
+	h := newHarness(Options{KeepLiterals: true})
+	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+	h.feed(c.handshake(-1, -1)...)
+	n := 3*slabEvents + 2
+	for i := range n {
+		h.feed(c.fromClient([]byte(fmt.Sprintf("SELECT %d", i))), c.fromServer([]byte("ok\n")))
+	}
+	if len(h.stmts) != n {
+		t.Fatalf("%d statements, want %d", len(h.stmts), n)
+	}
+	seen := map[*event.Statement]bool{}
+	for i, s := range h.stmts {
+		if seen[s] {
+			t.Fatalf("statement %d handed out twice", i)
+		}
+		seen[s] = true
+		if want := fmt.Sprintf("SELECT %d", i); s.SQL != want || s.Rows != 1 || s.Conn == "" {
+			t.Errorf("statement %d: %q rows %d conn %q, want %q", i, s.SQL, s.Rows, s.Conn, want)
+		}
+	}
+}

@@ -111,11 +111,14 @@ func mayHoldMore(sql string) bool {
 // is impossible; the verb still tells a SELECT from an UPDATE, which is what
 // catches a misaligned match. Either text missing means no evidence.
 func textCompatible(wire, server string) bool {
-	a, b := leadingKeyword(wire), leadingKeyword(server)
-	if a == "" || b == "" {
+	// The server's side first: a prepared statement's row has no text
+	// (MariaDB), and then the wire's keyword is not needed.
+	b := leadingKeyword(server)
+	if b == "" {
 		return true
 	}
-	return strings.EqualFold(a, b)
+	a := leadingKeyword(wire)
+	return a == "" || strings.EqualFold(a, b)
 }
 
 // leadingKeyword returns the first word of a statement, skipping
@@ -131,7 +134,7 @@ func leadingKeyword(s string) string {
 
 func skipNoise(s string) string {
 	for {
-		s = strings.TrimLeft(s, " \t\r\n(")
+		s = s[noiseLen(s):]
 		switch {
 		case strings.HasPrefix(s, "/*"):
 			i := strings.Index(s[2:], "*/")
@@ -149,6 +152,22 @@ func skipNoise(s string) string {
 			return s
 		}
 	}
+}
+
+// noiseLen is how many leading bytes of s are blanks or opening
+// parentheses (strings.TrimLeft with a cutset built a set on every call,
+// a fifth of a joined statement's way through the joiner).
+func noiseLen(s string) int {
+	i := 0
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\r', '\n', '(':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
 }
 
 func isWordByte(c byte) bool {

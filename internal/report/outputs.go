@@ -93,6 +93,11 @@ func (o *RunOutputs) storeFlushed(_ int, err error) {
 	}
 }
 
+// Writes reports whether the run writes statements anywhere (an events
+// file or a store): without either, Add does nothing, and a caller need
+// not hand it every statement.
+func (o *RunOutputs) Writes() bool { return o.events != nil || o.writer != nil }
+
 // Add writes s to each output; it is called from one goroutine at a time.
 // Errors reach the user through fail; the writers keep them for Close.
 func (o *RunOutputs) Add(s *event.Statement) {

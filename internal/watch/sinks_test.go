@@ -112,3 +112,22 @@ func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 		t.Errorf("a 1-in-8 join sample, following %q", f)
 	}
 }
+
+// TestSnapshotsOnlyForSinksThatTakeThem: with only statement sinks (the
+// events file, the store) no snapshot is built, so the statement rules do
+// not run every 5 s for nobody; a sink that takes snapshots gets them.
+func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
+	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true), side: &serverSide{}}
+	e.sink = newSink(10, nil, false)
+	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
+	e.publishSnapshot()
+	if !e.liveFindingsAt.IsZero() {
+		t.Error("the statement rules ran for a snapshot no sink takes")
+	}
+	rec := &recordingSink{}
+	e.opts.Sinks = append(e.opts.Sinks, rec)
+	e.publishSnapshot()
+	if len(rec.snaps) != 1 || e.liveFindingsAt.IsZero() {
+		t.Errorf("a sink that takes snapshots got %d, rules run: %v", len(rec.snaps), !e.liveFindingsAt.IsZero())
+	}
+}
