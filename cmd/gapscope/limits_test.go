@@ -59,7 +59,7 @@ func TestReportSaysWhatATrimmedStoreHolds(t *testing.T) {
 	w := st.NewWriter(run, store.WriterOptions{SampleEvery: 4, Limits: store.Limits{Retain: time.Hour},
 		Now: func() time.Time { return now }})
 	for i := range 400 {
-		s := event.Statement{Conn: "c", Cmd: "COM_QUERY", Digest: "d", DigestText: "select ?", ClientUS: 100, Joined: true,
+		s := event.Statement{Conn: "c", Cmd: "COM_QUERY", Digest: "d", DigestText: "select ?", Parts: event.Parts{ClientUS: 100}, Joined: true,
 			TReqFirst: now.Add(-3*time.Hour + time.Duration(i)*30*time.Second).UnixMicro()}
 		w.Add(&s)
 	}

@@ -186,7 +186,16 @@ func comparePercentiles(t *testing.T, fp string, g gapClass, qt map[string]strin
 	if ptRank95 == int(math.Ceil(0.95*float64(n))) {
 		withinBucket(t, fp, "p95", g.P95US, ptMicros(t, qt["pct_95"]))
 	}
-	if n%2 == 1 {
+	// pt-query-digest's median is the bucket holding the middle value only
+	// when its 95th-percentile cutoff (int(0.95 n) from 10 values on, else
+	// n) is odd or that bucket holds several values; with an even cutoff
+	// and a bucket of one it averages that bucket with the next one up (a
+	// live log gave 23 µs between 16 and 30), which no exact median is.
+	cutoff := n
+	if n >= 10 {
+		cutoff = int(0.95 * float64(n))
+	}
+	if n%2 == 1 && cutoff%2 == 1 {
 		withinBucket(t, fp, "median", g.P50US, ptMicros(t, qt["median"]))
 	}
 }

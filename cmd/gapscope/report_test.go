@@ -130,7 +130,7 @@ func reportStatement(start int64, i int) event.Statement {
 	g := i % 2
 	s := event.Statement{Conn: fmt.Sprintf("10.0.0.2:%d>10.0.0.1:3306", 40000+i%8), ConnID: uint64(10 + i%8), Cmd: "COM_QUERY",
 		Digest: fmt.Sprintf("d%d", i%3), DigestText: texts[i%3], TReqFirst: start + int64(i)*200_000, Joined: true, PoolGroup: &g,
-		RequestUS: 30, ExecUS: int64(200 + (i*37)%800)}
+		Parts: event.Parts{RequestUS: 30, ExecUS: int64(200 + (i*37)%800)}}
 	if g == 0 && i > 300 && i < 600 {
 		s.QueueUS = int64((i * 7919) % 1_900_000)
 	}

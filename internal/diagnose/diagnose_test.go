@@ -100,8 +100,8 @@ func TestRulesSurviveOddInput(t *testing.T) {
 		var stmts []event.Statement
 		for range r.IntN(6) {
 			g := int(pick() % 5)
-			s := event.Statement{Conn: "c", ConnID: uint64(r.IntN(4)), ClientUS: pick(), RequestUS: pick(), QueueUS: pick(),
-				ExecUS: pick(), SendStallUS: pick(), DeliveryUS: pick(), Joined: r.IntN(4) > 0}
+			s := event.Statement{Conn: "c", ConnID: uint64(r.IntN(4)), Parts: event.Parts{ClientUS: pick(), RequestUS: pick(), QueueUS: pick(), ExecUS: pick(), SendStallUS: pick(), DeliveryUS: pick()},
+				Joined: r.IntN(4) > 0}
 			if r.IntN(2) == 0 {
 				s.PoolGroup = &g
 			}

@@ -17,20 +17,15 @@ const (
 // Example is one statement cited as evidence. SQL is whatever the statement
 // carried, which is already redacted unless the user kept literals.
 type Example struct {
-	Conn        string `json:"conn"`
-	ConnID      uint64 `json:"conn_id,omitempty"`
-	PoolGroup   *int   `json:"pool_group,omitempty"`
-	SQL         string `json:"sql"`
-	Digest      string `json:"digest,omitempty"`
-	TReqFirst   int64  `json:"t_req_first"`
-	ClientUS    int64  `json:"client_us"`
-	RequestUS   int64  `json:"request_us"`
-	QueueUS     int64  `json:"queue_us"`
-	ExecUS      int64  `json:"exec_us"`
-	SendStallUS int64  `json:"send_stall_us"`
-	DeliveryUS  int64  `json:"delivery_us"`
-	ServerUS    int64  `json:"server_us,omitempty"`
-	RespBytes   int64  `json:"resp_bytes"`
+	Conn      string `json:"conn"`
+	ConnID    uint64 `json:"conn_id,omitempty"`
+	PoolGroup *int   `json:"pool_group,omitempty"`
+	SQL       string `json:"sql"`
+	Digest    string `json:"digest,omitempty"`
+	TReqFirst int64  `json:"t_req_first"`
+	event.Parts
+	ServerUS  int64 `json:"server_us,omitempty"`
+	RespBytes int64 `json:"resp_bytes"`
 }
 
 func exampleOf(s *event.Statement) Example {
@@ -40,8 +35,7 @@ func exampleOf(s *event.Statement) Example {
 	}
 	return Example{
 		Conn: s.Conn, ConnID: s.ConnID, PoolGroup: s.PoolGroup, SQL: sql, Digest: s.Digest,
-		TReqFirst: s.TReqFirst, ClientUS: s.ClientUS, RequestUS: s.RequestUS, QueueUS: s.QueueUS,
-		ExecUS: s.ExecUS, SendStallUS: s.SendStallUS, DeliveryUS: s.DeliveryUS, ServerUS: s.ServerUS,
+		TReqFirst: s.TReqFirst, Parts: s.Parts, ServerUS: s.ServerUS,
 		RespBytes: s.RespBytes,
 	}
 }

@@ -22,7 +22,7 @@ func stmt(conn string, connID uint64, sql string, t, request, queue, exec, stall
 		Conn: conn, ConnID: connID, User: "app", DB: "shop", Cmd: "COM_QUERY", SQL: sql,
 		Digest: digestOf(sql), DigestText: sql,
 		TReqFirst: origin + t, TReqLast: origin + t + request, TRespFirst: origin + t + client - delivery, TRespLast: origin + t + client,
-		ClientUS: client, RequestUS: request, QueueUS: queue, ExecUS: exec, SendStallUS: stall, DeliveryUS: delivery,
+		Parts:    event.Parts{ClientUS: client, RequestUS: request, QueueUS: queue, ExecUS: exec, SendStallUS: stall, DeliveryUS: delivery},
 		ServerUS: exec + stall, Rows: 1, ReqBytes: int64(len(sql) + 5), RespBytes: 61, Joined: true,
 	}
 }

@@ -33,12 +33,8 @@ type Statement struct {
 	TRespFirst int64 `json:"t_resp_first,omitempty"`
 	TRespLast  int64 `json:"t_resp_last,omitempty"`
 
-	ClientUS    int64 `json:"client_us"`
-	RequestUS   int64 `json:"request_us"`
-	QueueUS     int64 `json:"queue_us"`
-	ExecUS      int64 `json:"exec_us"`
-	SendStallUS int64 `json:"send_stall_us"`
-	DeliveryUS  int64 `json:"delivery_us"`
+	// Parts: the client time and its five parts (docs/events.md).
+	Parts
 	// ServerUS is the server's own time; written when known (Knows),
 	// 0 included.
 	ServerUS int64 `json:"server_us,omitempty"`
@@ -172,4 +168,26 @@ type Sample struct {
 	Name   string            `json:"name"`
 	Value  float64           `json:"value"`
 	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Parts is a statement's client time and the five parts it splits into
+// (request, queue, exec, send stall, delivery; docs/events.md), or their
+// totals over statements. Events, examples and profiles share it.
+type Parts struct {
+	ClientUS    int64 `json:"client_us"`
+	RequestUS   int64 `json:"request_us"`
+	QueueUS     int64 `json:"queue_us"`
+	ExecUS      int64 `json:"exec_us"`
+	SendStallUS int64 `json:"send_stall_us"`
+	DeliveryUS  int64 `json:"delivery_us"`
+}
+
+// Add adds q's times to p.
+func (p *Parts) Add(q Parts) {
+	p.ClientUS += q.ClientUS
+	p.RequestUS += q.RequestUS
+	p.QueueUS += q.QueueUS
+	p.ExecUS += q.ExecUS
+	p.SendStallUS += q.SendStallUS
+	p.DeliveryUS += q.DeliveryUS
 }

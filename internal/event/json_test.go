@@ -26,7 +26,7 @@ func reference(t testing.TB, s *Statement) string {
 		if _, ok := mayBeUnknown[f.Name]; ok {
 			f.Type = reflect.TypeFor[*int64]()
 		}
-		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
+		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag, Anonymous: f.Anonymous})
 	}
 	mirror := reflect.New(reflect.StructOf(fields)).Elem()
 	v := reflect.ValueOf(s).Elem()
@@ -55,7 +55,7 @@ func sample() *Statement {
 		Conn: "127.0.0.1:51234>127.0.0.1:3306", ConnID: 42, User: "app", DB: "shop", Cmd: "COM_QUERY",
 		SQL: "SELECT c FROM sbtest1 WHERE id = ?", Digest: "0123456789abcdef", DigestText: "select c from sbtest1 where id = ?",
 		TReqFirst: 1795304997094600, TReqLast: 1795304997094610, TRespFirst: 1795304997094700, TRespLast: 1795304997094750,
-		ClientUS: 150, RequestUS: 10, QueueUS: 20, ExecUS: 100, DeliveryUS: 20, ServerUS: 100,
+		Parts: Parts{ClientUS: 150, RequestUS: 10, QueueUS: 20, ExecUS: 100, DeliveryUS: 20}, ServerUS: 100,
 		Rows: 1, ReqBytes: 40, RespBytes: 61, Joined: true, JoinSource: "events_statements_history_long",
 	}
 }

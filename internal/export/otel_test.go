@@ -37,8 +37,8 @@ func joinedStmt() *event.Statement {
 	return &event.Statement{Conn: "10.0.0.1:40000>10.0.0.2:3306", Cmd: "COM_QUERY", DB: "shop",
 		SQL:        "select * from orders where id = ? /*traceparent='00-5bd66ef5095369c7b0d1f8f4bd33716a-c532cb4098ac3dd2-01'*/",
 		DigestText: "select * from orders where id = ?", Fingerprint: "0123456789abcdef", Joined: true,
-		TReqFirst: 1_700_000_000_000_000, TRespLast: 1_700_000_000_010_000, ClientUS: 10_000,
-		RequestUS: 0, QueueUS: 6_000, ExecUS: 3_000, SendStallUS: 0, DeliveryUS: 1_000,
+		TReqFirst: 1_700_000_000_000_000, TRespLast: 1_700_000_000_010_000, Parts: event.Parts{ClientUS: 10_000, RequestUS: 0, QueueUS: 6_000, ExecUS: 3_000, SendStallUS: 0, DeliveryUS: 1_000},
+
 		Tags: map[string]string{"traceparent": "00-5bd66ef5095369c7b0d1f8f4bd33716a-c532cb4098ac3dd2-01"}}
 }
 

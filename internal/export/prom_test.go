@@ -11,7 +11,7 @@ import (
 
 func stmt(fp string, clientUS int64, joined bool) *event.Statement {
 	s := &event.Statement{Conn: "10.0.0.1:5000>10.0.0.2:3306", Cmd: "COM_QUERY", DB: "app", Fingerprint: fp,
-		DigestText: "select * from t" + fp, SQL: "select * from t" + fp, ClientUS: clientUS, TReqFirst: 1, TRespLast: 1 + clientUS}
+		DigestText: "select * from t" + fp, SQL: "select * from t" + fp, Parts: event.Parts{ClientUS: clientUS}, TReqFirst: 1, TRespLast: 1 + clientUS}
 	if joined {
 		s.Joined, s.Digest = true, "server-"+fp
 		s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS = 1, clientUS/4, clientUS/2, 0, clientUS-1-clientUS/4-clientUS/2

@@ -28,7 +28,7 @@ func TestOperationAndSummary(t *testing.T) {
 }
 
 func TestCause(t *testing.T) {
-	s := &event.Statement{Joined: true, QueueUS: 5, ExecUS: 9, DeliveryUS: 2}
+	s := &event.Statement{Joined: true, Parts: event.Parts{QueueUS: 5, ExecUS: 9, DeliveryUS: 2}}
 	if got := Cause(s); got != "exec" {
 		t.Errorf("cause %q, want exec", got)
 	}
@@ -36,7 +36,7 @@ func TestCause(t *testing.T) {
 	if got := Cause(s); got != "send_stall" {
 		t.Errorf("cause %q, want send_stall", got)
 	}
-	if got := Cause(&event.Statement{ExecUS: 5}); got != "unjoined" {
+	if got := Cause(&event.Statement{Parts: event.Parts{ExecUS: 5}}); got != "unjoined" {
 		t.Errorf("unjoined cause %q", got)
 	}
 }

@@ -36,7 +36,7 @@ func TestGuardWithholdsAnUnexplainedDelivery(t *testing.T) {
 // a retransmit, a big response across a slow link, or a short delivery.
 func TestGuardKeepsExplainedDeliveries(t *testing.T) {
 	base := func() *event.Statement {
-		return &event.Statement{TReqFirst: 0, TReqLast: 0, TRespFirst: 1_000, TRespLast: 500_000, ClientUS: 500_000, ExecUS: 1_000, DeliveryUS: 499_000, RespBytes: 200}
+		return &event.Statement{TReqFirst: 0, TReqLast: 0, TRespFirst: 1_000, TRespLast: 500_000, Parts: event.Parts{ClientUS: 500_000, ExecUS: 1_000, DeliveryUS: 499_000}, RespBytes: 200}
 	}
 	for name, s := range map[string]*event.Statement{
 		"zero window": func() *event.Statement { s := base(); s.ZeroWindowUS = 400_000; return s }(),

@@ -72,10 +72,10 @@ func TestFieldParseCLI(t *testing.T) {
 // is not taken for it; a statement taken once is not taken again.
 func TestFieldMatchEvent(t *testing.T) {
 	evs := []event.Statement{
-		{ConnID: 7, Cmd: "TLS", TReqFirst: 1_000, TRespLast: 1_100, ClientUS: 100},           // CONNECTION_ID()
-		{ConnID: 7, Cmd: "TLS", TReqFirst: 1_200, TRespLast: 101_200, ClientUS: 100_000},     // the SLEEP
-		{ConnID: 7, Cmd: "TLS", TReqFirst: 101_300},                                          // COM_QUIT
-		{ConnID: 8, Cmd: "COM_QUERY", SQL: "select sleep(?)", TReqFirst: 1_000, ClientUS: 9}, // another connection
+		{ConnID: 7, Cmd: "TLS", TReqFirst: 1_000, TRespLast: 1_100, Parts: event.Parts{ClientUS: 100}},           // CONNECTION_ID()
+		{ConnID: 7, Cmd: "TLS", TReqFirst: 1_200, TRespLast: 101_200, Parts: event.Parts{ClientUS: 100_000}},     // the SLEEP
+		{ConnID: 7, Cmd: "TLS", TReqFirst: 101_300},                                                              // COM_QUIT
+		{ConnID: 8, Cmd: "COM_QUERY", SQL: "select sleep(?)", TReqFirst: 1_000, Parts: event.Parts{ClientUS: 9}}, // another connection
 		{ConnID: 9, Cmd: "COM_QUERY", SQL: "select ?", TReqFirst: 500_000},
 		{ConnID: 9, Cmd: "COM_QUERY", SQL: "select sleep(?)", TReqFirst: 500_100},
 	}

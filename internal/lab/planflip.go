@@ -286,7 +286,7 @@ func (f *flipRun) exec(ctx context.Context, role string) (event.Statement, error
 	text := sqltext.NewNormalizer(1)
 	dt, digest := text.Normalize([]byte(q))
 	s := event.Statement{Cmd: "COM_QUERY", SQL: dt, Digest: digest, DigestText: dt, DB: "lab", Rows: 1,
-		TReqFirst: start.UnixMicro(), TRespLast: end.UnixMicro(), ClientUS: end.Sub(start).Microseconds(),
+		TReqFirst: start.UnixMicro(), TRespLast: end.UnixMicro(), Parts: event.Parts{ClientUS: end.Sub(start).Microseconds()},
 		Notes: []string{"timed by the lab's client, role " + role}}
 	if f.o.KeepLiterals {
 		s.SQL = q

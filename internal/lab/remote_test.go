@@ -7,7 +7,7 @@ import (
 )
 
 func appStmt(conn, sql string, queue int64) event.Statement {
-	return event.Statement{Conn: conn, User: remoteApp, Cmd: "COM_QUERY", SQL: sql, QueueUS: queue, Joined: true}
+	return event.Statement{Conn: conn, User: remoteApp, Cmd: "COM_QUERY", SQL: sql, Parts: event.Parts{QueueUS: queue}, Joined: true}
 }
 
 func serverSide(conn, sql string, reqLast, respFirst int64) event.Statement {
@@ -22,7 +22,7 @@ func TestCheckWitness(t *testing.T) {
 		appStmt("c1", "select 2", 30_000), // server side 31 ms: a real wait
 		appStmt("c1", "select 3", 6000),   // server side 300 us: transit as queue
 		appStmt("c2", "select 1", 0),      // no server-side twin
-		{Conn: "c1", User: "other", Cmd: "COM_QUERY", SQL: "x", QueueUS: 99_999, Joined: true},
+		{Conn: "c1", User: "other", Cmd: "COM_QUERY", SQL: "x", Parts: event.Parts{QueueUS: 99_999}, Joined: true},
 	}
 	side := []event.Statement{
 		serverSide("c1", "select 1", 1000, 1200),
@@ -37,10 +37,10 @@ func TestCheckWitness(t *testing.T) {
 
 func TestMediansOfJoined(t *testing.T) {
 	stmts := []event.Statement{
-		{Joined: true, ClientUS: 10, RequestUS: 4, QueueUS: 1, ExecUS: 1, DeliveryUS: 4},
-		{Joined: true, ClientUS: 12, RequestUS: 5, QueueUS: 2, ExecUS: 1, DeliveryUS: 4},
-		{Joined: true, ClientUS: 30, RequestUS: 5, QueueUS: 20, ExecUS: 1, DeliveryUS: 4},
-		{Joined: false, ClientUS: 99},
+		{Joined: true, Parts: event.Parts{ClientUS: 10, RequestUS: 4, QueueUS: 1, ExecUS: 1, DeliveryUS: 4}},
+		{Joined: true, Parts: event.Parts{ClientUS: 12, RequestUS: 5, QueueUS: 2, ExecUS: 1, DeliveryUS: 4}},
+		{Joined: true, Parts: event.Parts{ClientUS: 30, RequestUS: 5, QueueUS: 20, ExecUS: 1, DeliveryUS: 4}},
+		{Joined: false, Parts: event.Parts{ClientUS: 99}},
 	}
 	m := medians(stmts)
 	if m.Seen != 4 || m.Joined != 3 || m.ClientUS != 12 || m.QueueUS != 2 || m.TransferUS != 9 || m.MaxQueueUS != 20 {

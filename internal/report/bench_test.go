@@ -16,7 +16,7 @@ func benchStatement() *event.Statement {
 		Conn: "127.0.0.1:51234>127.0.0.1:3306", ConnID: 42, User: "app", DB: "shop", Cmd: "COM_QUERY",
 		SQL: "SELECT c FROM sbtest1 WHERE id = ?", Digest: "0123456789abcdef", DigestText: "select c from sbtest1 where id = ?",
 		TReqFirst: 1795304997094600, TReqLast: 1795304997094610, TRespFirst: 1795304997094700, TRespLast: 1795304997094750,
-		ClientUS: 150, RequestUS: 10, QueueUS: 20, ExecUS: 100, DeliveryUS: 20, ServerUS: 100,
+		Parts: event.Parts{ClientUS: 150, RequestUS: 10, QueueUS: 20, ExecUS: 100, DeliveryUS: 20}, ServerUS: 100,
 		Rows: 1, ReqBytes: 40, RespBytes: 61, Joined: true,
 	}
 }

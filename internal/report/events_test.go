@@ -206,15 +206,26 @@ func TestEventsDocumented(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(string(b), -1) {
 		documented = append(documented, m[1])
 	}
-	written := []string{"v"}
-	st := reflect.TypeFor[event.Statement]()
-	for i := range st.NumField() {
-		name, _, _ := strings.Cut(st.Field(i).Tag.Get("json"), ",")
-		if name != "-" && name != "" {
-			written = append(written, name)
-		}
-	}
+	written := append([]string{"v"}, jsonFields(reflect.TypeFor[event.Statement]())...)
 	if !slices.Equal(documented, written) {
 		t.Errorf("docs/events.md documents, in order:\n %v\nevents lines carry:\n %v", documented, written)
 	}
+}
+
+// jsonFields names the JSON fields of struct type st in order, those of
+// embedded structs (the statement's time parts) where they are embedded.
+func jsonFields(st reflect.Type) []string {
+	var out []string
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "-" && name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }

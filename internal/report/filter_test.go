@@ -9,7 +9,7 @@ import (
 
 func TestFilterMatches(t *testing.T) {
 	s := &event.Statement{DB: "shop_eu", User: "app", Cmd: "COM_QUERY", DigestText: "select * from orders",
-		ServerUS: 250_000, ClientUS: 900, LockUS: 10, Rows: 5, RowsExamined: 5000, RespBytes: 820,
+		ServerUS: 250_000, Parts: event.Parts{ClientUS: 900}, LockUS: 10, Rows: 5, RowsExamined: 5000, RespBytes: 820,
 		Error: &event.Error{Code: 1146}}
 	x := &Extra{Host: "web1", RowsAffected: 0, Plan: &Plan{FullScan: 1, TmpTables: 2}}
 	for expr, want := range map[string]bool{

@@ -275,7 +275,7 @@ func TestHTMLLeavesOutEmptySections(t *testing.T) {
 		t.Error("empty report should say there are no findings")
 	}
 	// statements, none joined: the section explains why there is no chart
-	unjoined := summarize([]event.Statement{{Conn: "c", Cmd: "COM_QUERY", SQL: "SELECT 1", TReqFirst: 1, ClientUS: 5}})
+	unjoined := summarize([]event.Statement{{Conn: "c", Cmd: "COM_QUERY", SQL: "SELECT 1", TReqFirst: 1, Parts: event.Parts{ClientUS: 5}}})
 	page = renderFixture(t, &HTMLData{Statements: unjoined})
 	if !strings.Contains(page, "No statement was joined") || strings.Contains(page, "<svg") {
 		t.Error("unjoined statements: want the explanation and no chart")
@@ -306,7 +306,7 @@ func TestStatementSummaryQueueBounded(t *testing.T) {
 		q := int64(i % 1000)
 		total += q
 		s.Add(&event.Statement{Conn: "c", Cmd: "COM_QUERY", Digest: "x", DigestText: "SELECT ?", Joined: true,
-			PoolGroup: &g, TReqFirst: htmlFixtureStart + int64(i)*1e6, QueueUS: q, ClientUS: q + 10, ExecUS: 10})
+			PoolGroup: &g, TReqFirst: htmlFixtureStart + int64(i)*1e6, Parts: event.Parts{QueueUS: q, ClientUS: q + 10, ExecUS: 10}})
 	}
 	series := s.PoolQueue()
 	if len(series) != 1 || series[0].Group != 3 {
@@ -356,8 +356,8 @@ func TestWriteHTMLOddInputs(t *testing.T) {
 		"knee beyond data": {Probe: []ProbePoint{{TimeUS: 1, Name: "c", MaxUS: 10}, {TimeUS: 2, Name: "c", MaxUS: 20}},
 			Findings: []event.Finding{{Code: "CONCURRENCY_KNEE", Evidence: map[string]any{"knee_threads": 1e6, "cap_threads": math.NaN()}}}},
 		"zero-time statements": {Statements: summarize([]event.Statement{
-			{Conn: "c", Cmd: "COM_QUERY", Digest: "a", Joined: true, PoolGroup: &g, QueueUS: 5, ClientUS: 5},
-			{Conn: "c", Cmd: "COM_QUERY", Digest: "b", Joined: true, PoolGroup: &g, TReqFirst: -9e6, QueueUS: 7, ClientUS: 7}})},
+			{Conn: "c", Cmd: "COM_QUERY", Digest: "a", Joined: true, PoolGroup: &g, Parts: event.Parts{QueueUS: 5, ClientUS: 5}},
+			{Conn: "c", Cmd: "COM_QUERY", Digest: "b", Joined: true, PoolGroup: &g, TReqFirst: -9e6, Parts: event.Parts{QueueUS: 7, ClientUS: 7}}})},
 	}
 	for name, d := range cases {
 		page := renderFixture(t, d)

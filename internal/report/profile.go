@@ -400,7 +400,7 @@ func (a *agg) add(s *event.Statement, us int64) {
 	a.zeroWindowUS += s.ZeroWindowUS
 	if s.Joined {
 		a.joined++
-		a.parts.add(s)
+		a.parts.Add(s.Parts)
 	}
 }
 
@@ -412,7 +412,7 @@ func (a *agg) merge(o *agg) error {
 	a.errors += o.errors
 	a.zeroWindowUS += o.zeroWindowUS
 	a.joined += o.joined
-	a.parts.merge(o.parts)
+	a.parts.Add(o.parts)
 	return a.sketch.MergeWith(o.sketch)
 }
 
@@ -432,32 +432,7 @@ func (a *agg) quantile(q float64) int64 {
 
 // Parts are totals, in microseconds, of the decomposition of joined
 // statements' client time (docs/events.md); they sum to ClientUS.
-type Parts struct {
-	ClientUS    int64 `json:"client_us"`
-	RequestUS   int64 `json:"request_us"`
-	QueueUS     int64 `json:"queue_us"`
-	ExecUS      int64 `json:"exec_us"`
-	SendStallUS int64 `json:"send_stall_us"`
-	DeliveryUS  int64 `json:"delivery_us"`
-}
-
-func (p *Parts) add(s *event.Statement) {
-	p.ClientUS += s.ClientUS
-	p.RequestUS += s.RequestUS
-	p.QueueUS += s.QueueUS
-	p.ExecUS += s.ExecUS
-	p.SendStallUS += s.SendStallUS
-	p.DeliveryUS += s.DeliveryUS
-}
-
-func (p *Parts) merge(o Parts) {
-	p.ClientUS += o.ClientUS
-	p.RequestUS += o.RequestUS
-	p.QueueUS += o.QueueUS
-	p.ExecUS += o.ExecUS
-	p.SendStallUS += o.SendStallUS
-	p.DeliveryUS += o.DeliveryUS
-}
+type Parts = event.Parts
 
 // noteKind is how a statement's note is counted in the profile: numbers,
 // which differ per statement ("server start moved -157 us ..."), become N,

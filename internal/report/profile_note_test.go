@@ -11,7 +11,7 @@ func TestProfileCountsNoteKinds(t *testing.T) {
 	p := NewProfile(ProfileOptions{})
 	for _, n := range []string{"join: server start moved -3106 us into the wire window (allowed 14 us)",
 		"join: server start moved -157 us into the wire window (allowed 14 us)", "tls: no sql text"} {
-		p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", ClientUS: 5, Notes: []string{n}})
+		p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", Parts: event.Parts{ClientUS: 5}, Notes: []string{n}})
 	}
 	notes := p.Result().Notes
 	if len(notes) != 2 {
@@ -27,7 +27,7 @@ func TestProfileCountsNoteKinds(t *testing.T) {
 func TestProfileCountsRepeatedNotes(t *testing.T) {
 	p := NewProfile(ProfileOptions{})
 	for _, n := range []string{"tls: no sql text", "tls: no sql text", "moved 5 us", "tls: no sql text", "moved 70 us"} {
-		p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", ClientUS: 5, Notes: []string{n}})
+		p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", Parts: event.Parts{ClientUS: 5}, Notes: []string{n}})
 	}
 	want := []string{"tls: no sql text (3 statements)", "moved N us (2 statements)"}
 	if got := p.Result().Notes; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
@@ -45,7 +45,7 @@ func TestProfileCountsNotesBeyondRecent(t *testing.T) {
 			if round == 1 {
 				n = string([]byte(n)) // the same text, another string
 			}
-			p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", ClientUS: 5,
+			p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", Parts: event.Parts{ClientUS: 5},
 				Notes: []string{n, names[(i+1)%len(names)]}})
 		}
 	}

@@ -58,7 +58,7 @@ func synthetic(n int) []*event.Statement {
 			ConnID:    uint64(100 + i%12),
 			Cmd:       sh.cmd,
 			TReqFirst: t0 + int64(i)*60_000_000/int64(n),
-			ClientUS:  lat,
+			Parts:     event.Parts{ClientUS: lat},
 			Rows:      sh.rows,
 			RespBytes: sh.bytes,
 		}
@@ -217,7 +217,7 @@ func TestQuantileAccuracy(t *testing.T) {
 	for i := range vals {
 		// log-uniform from 100 µs to 10 s
 		vals[i] = int64(100 * math.Pow(10, 5*r.float()))
-		p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", ClientUS: vals[i]})
+		p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", Parts: event.Parts{ClientUS: vals[i]}})
 	}
 	slices.Sort(vals)
 	d := p.Result().Digests[0]
@@ -243,7 +243,7 @@ func TestDigestCap(t *testing.T) {
 	p := NewProfile(ProfileOptions{MaxDigests: 3})
 	for i := range 10 {
 		for range i + 1 {
-			p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: fmt.Sprintf("select c%d from t", i), ClientUS: 100})
+			p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: fmt.Sprintf("select c%d from t", i), Parts: event.Parts{ClientUS: 100}})
 		}
 	}
 	res := p.Result()
@@ -306,7 +306,7 @@ const plantedDigest = "planted-slow"
 func addDistinctDigests(p *Profile, n int) {
 	r := &rng{7}
 	s := &event.Statement{Cmd: "COM_QUERY", User: "app", DB: "shop", TReqFirst: 1795304997000000, Joined: true}
-	slow := &event.Statement{Cmd: "COM_QUERY", Digest: plantedDigest, DigestText: "select sleep(?)", ClientUS: 20_000,
+	slow := &event.Statement{Cmd: "COM_QUERY", Digest: plantedDigest, DigestText: "select sleep(?)", Parts: event.Parts{ClientUS: 20_000},
 		Conn: "10.0.0.9:4000>10.0.0.2:3306", TReqFirst: s.TReqFirst}
 	for i := range n {
 		s.Digest = fmt.Sprintf("%032x", i)
@@ -330,7 +330,7 @@ func TestDigestPromotion(t *testing.T) {
 	p := NewProfile(ProfileOptions{MaxDigests: 2})
 	add := func(digest string, us int64, n int) {
 		for range n {
-			p.Add(&event.Statement{Cmd: "COM_QUERY", Digest: digest, DigestText: digest, ClientUS: us})
+			p.Add(&event.Statement{Cmd: "COM_QUERY", Digest: digest, DigestText: digest, Parts: event.Parts{ClientUS: us}})
 		}
 	}
 	add("a", 100, 10) // weight 1,010
@@ -404,7 +404,7 @@ func TestSlowLogGolden(t *testing.T) {
 
 func TestServerLatencyMetric(t *testing.T) {
 	p := NewProfile(ProfileOptions{Metric: ServerLatency})
-	p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", ClientUS: 900, ServerUS: 300, ConnID: 8, TReqFirst: 1_000_000})
+	p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", Parts: event.Parts{ClientUS: 900}, ServerUS: 300, ConnID: 8, TReqFirst: 1_000_000})
 	p.Add(&event.Statement{Cmd: "COM_QUERY", DigestText: "select ?", ServerUS: 100, ConnID: 9, TReqFirst: 2_000_000})
 	res := p.Result()
 	d := res.Digests[0]

@@ -33,7 +33,7 @@ func TestReportStatementPagingAcrossTies(t *testing.T) {
 		if i >= 3000 && i < 9000 {
 			tq = start + 3000
 		}
-		s := event.Statement{Conn: "c", Cmd: "COM_QUERY", Digest: "d", DigestText: "SELECT ?", TReqFirst: tq, ClientUS: 1, ExecUS: 1, Joined: true}
+		s := event.Statement{Conn: "c", Cmd: "COM_QUERY", Digest: "d", DigestText: "SELECT ?", TReqFirst: tq, Parts: event.Parts{ClientUS: 1, ExecUS: 1}, Joined: true}
 		if err := w.Add(&s); err != nil {
 			t.Fatal(err)
 		}

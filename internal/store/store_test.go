@@ -39,7 +39,7 @@ func statement(i int) event.Statement {
 		Cmd: "COM_QUERY", SQL: "SELECT * FROM t WHERE id = ?", Digest: "9f86d081884c7d65", DigestText: "SELECT * FROM `t` WHERE `id` = ?",
 		TReqFirst: 1_795_304_997_000_000 + int64(i)*1000, TReqLast: 1_795_304_997_000_010 + int64(i)*1000,
 		TRespFirst: 1_795_304_997_000_400 + int64(i)*1000, TRespLast: 1_795_304_997_000_500 + int64(i)*1000,
-		ClientUS: 500, RequestUS: 10, QueueUS: 40, ExecUS: 350, SendStallUS: 0, DeliveryUS: 100, ServerUS: 350,
+		Parts: event.Parts{ClientUS: 500, RequestUS: 10, QueueUS: 40, ExecUS: 350, SendStallUS: 0, DeliveryUS: 100}, ServerUS: 350,
 		Rows: 1, ReqBytes: 33, RespBytes: 61, ZeroWindowUS: int64(i % 7), Retransmits: i % 2, PoolGroup: &g, Joined: true,
 		Notes: []string{"note " + fmt.Sprint(i)},
 	}

@@ -91,7 +91,7 @@ func (s *synth) fill(t0 int64) {
 		d := i % benchDigests
 		s.wire[i] = event.Statement{Conn: s.conns[c], ConnID: uint64(c + 1), Cmd: "COM_STMT_EXECUTE",
 			SQL: s.sqls[d], TReqFirst: t, TReqLast: t + 2, TRespFirst: t + 30, TRespLast: t + 35,
-			ClientUS: 35, Rows: 1, ReqBytes: 30, RespBytes: 200}
+			Parts: event.Parts{ClientUS: 35}, Rows: 1, ReqBytes: 30, RespBytes: 200}
 		s.eventID[c] += 2
 		s.rows[i] = collect.ServerStatement{ThreadID: uint64(c + 100), EventID: s.eventID[c],
 			EndEventID: s.eventID[c] + 1, ConnID: uint64(c + 1), EventName: "statement/com/Execute",

@@ -32,7 +32,7 @@ func TestSketchQuantile(t *testing.T) {
 }
 
 func stmt(digest string, us int64) *event.Statement {
-	return &event.Statement{Digest: digest, ClientUS: us}
+	return &event.Statement{Digest: digest, Parts: event.Parts{ClientUS: us}}
 }
 
 func TestOutlierRule(t *testing.T) {

@@ -14,7 +14,7 @@ func TestStmtRing(t *testing.T) {
 		for _, added := range []int{0, 1, size - 1, size, size + 1, 3*size + 5} {
 			r := newStmtRing(size)
 			for i := range added {
-				r.add(&event.Statement{ClientUS: int64(i)})
+				r.add(&event.Statement{Parts: event.Parts{ClientUS: int64(i)}})
 			}
 			held := min(added, size)
 			if r.len() != held {

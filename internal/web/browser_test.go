@@ -47,19 +47,19 @@ func fixture(t *testing.T, v *View, now time.Time) {
 		case r < 6:
 			exec := int64(300 + rng.IntN(900))
 			s = event.Statement{User: "app", DB: "shop", Fingerprint: fxOrders, Digest: "d1", DigestText: "SELECT * FROM `orders` WHERE `id` = ?",
-				SQL: "SELECT * FROM orders WHERE id = ?", RequestUS: 40, QueueUS: int64(20 + rng.IntN(60)), ExecUS: exec, DeliveryUS: 60, Rows: 1, RespBytes: 310}
+				SQL: "SELECT * FROM orders WHERE id = ?", Parts: event.Parts{RequestUS: 40, QueueUS: int64(20 + rng.IntN(60)), ExecUS: exec, DeliveryUS: 60}, Rows: 1, RespBytes: 310}
 		case r < 9:
 			queue := int64(100 + rng.IntN(300))
 			if minute >= 5 && minute < 9 {
 				queue = int64(40_000 + rng.IntN(160_000))
 			}
 			s = event.Statement{User: "app", DB: "shop", Fingerprint: fxStock, Digest: "d2", DigestText: "UPDATE `stock` SET `qty` = `qty` - ? WHERE `sku` = ?",
-				SQL: "UPDATE stock SET qty = qty - ? WHERE sku = ?", RequestUS: 50, QueueUS: queue, ExecUS: int64(2_000 + rng.IntN(4_000)), DeliveryUS: 40, Rows: 1, RespBytes: 52}
+				SQL: "UPDATE stock SET qty = qty - ? WHERE sku = ?", Parts: event.Parts{RequestUS: 50, QueueUS: queue, ExecUS: int64(2_000 + rng.IntN(4_000)), DeliveryUS: 40}, Rows: 1, RespBytes: 52}
 		default:
 			stall := int64(200_000 + rng.IntN(600_000))
 			s = event.Statement{User: "reporting", DB: "analytics", Fingerprint: fxReport, Digest: "d3", DigestText: "SELECT * FROM `sales` WHERE `day` >= ?",
-				SQL: "SELECT * FROM sales WHERE day >= ? /* route='/daily' */", RequestUS: 60, QueueUS: 150, ExecUS: int64(80_000 + rng.IntN(40_000)),
-				SendStallUS: stall, DeliveryUS: 9_000, Rows: 250_000, RespBytes: 48 << 20, ZeroWindowUS: stall * 9 / 10}
+				SQL: "SELECT * FROM sales WHERE day >= ? /* route='/daily' */", Parts: event.Parts{RequestUS: 60, QueueUS: 150, ExecUS: int64(80_000 + rng.IntN(40_000)), SendStallUS: stall, DeliveryUS: 9_000},
+				Rows: 250_000, RespBytes: 48 << 20, ZeroWindowUS: stall * 9 / 10}
 		}
 		i := rng.IntN(40)
 		s.Conn, s.ConnID, s.Cmd, s.PoolGroup, s.Joined = conn(i), uint64(100+i), "COM_QUERY", &g, true

@@ -36,7 +36,7 @@ func TestPageEmbedsSnapshot(t *testing.T) {
 	v := New()
 	srv := httptest.NewServer(v.Handler())
 	defer srv.Close()
-	v.Snapshot(&watch.Snapshot{Worst: []event.Statement{{SQL: "select '</script><b>x'", ClientUS: 5}}})
+	v.Snapshot(&watch.Snapshot{Worst: []event.Statement{{SQL: "select '</script><b>x'", Parts: event.Parts{ClientUS: 5}}}})
 	page := get(t, srv.URL+"/")
 	if strings.Contains(page, "</script><b>") || !strings.Contains(page, `\u003c/script\u003e`) {
 		t.Errorf("statement text not escaped in the page")
@@ -115,7 +115,7 @@ func TestHistoryQuantiles(t *testing.T) {
 	now := int64(1_800_000_000_000_000)
 	end := now - now%stepUS - stepUS // one complete step
 	for i := int64(1); i <= 1000; i++ {
-		h.add(&event.Statement{Cmd: "COM_QUERY", DigestText: "SELECT ?", TReqFirst: end - i*1000, TRespLast: end + 1 + i, ClientUS: i * 100, Joined: true, ExecUS: i * 100})
+		h.add(&event.Statement{Cmd: "COM_QUERY", DigestText: "SELECT ?", TReqFirst: end - i*1000, TRespLast: end + 1 + i, Parts: event.Parts{ClientUS: i * 100, ExecUS: i * 100}, Joined: true})
 	}
 	l := h.live(Filter{}, now)
 	if len(l.Series) != nSteps {
@@ -162,7 +162,7 @@ func TestHistoryFiltersAndBounds(t *testing.T) {
 	g1 := 1
 	add := func(digest, user, db string, group *int, at int64) {
 		h.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: digest, DigestText: digest, User: user, DB: db, PoolGroup: group,
-			TReqFirst: at - 500, TRespLast: at, ClientUS: 500})
+			TReqFirst: at - 500, TRespLast: at, Parts: event.Parts{ClientUS: 500}})
 	}
 	add("a", "app", "shop", &g1, now-1_000_000)
 	add("b", "app", "shop", nil, now-2_000_000)
@@ -203,7 +203,7 @@ func TestHistoryFiltersAndBounds(t *testing.T) {
 	// 5000 distinct digests in one step: the cells stay bounded, the calls all counted.
 	b := newHistory()
 	for i := range 5000 {
-		b.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: fmt.Sprint("d", i), User: fmt.Sprint("u", i%3), TReqFirst: now - 10, TRespLast: now, ClientUS: 10})
+		b.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: fmt.Sprint("d", i), User: fmt.Sprint("u", i%3), TReqFirst: now - 10, TRespLast: now, Parts: event.Parts{ClientUS: 10}})
 	}
 	st := b.steps[(now/stepUS)%int64(len(b.steps))]
 	if len(st.cells) > 2*maxKeys+1 {
