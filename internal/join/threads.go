@@ -79,8 +79,12 @@ func (t *threadIDs) expire(cutoff int64) (dropped int) {
 	return dropped
 }
 
-// reset forgets every thread (a server restart: ids start over).
-func (t *threadIDs) reset() { clear(t.threads) }
+// reset forgets every thread and the offset (a server restart: ids start
+// over).
+func (t *threadIDs) reset() {
+	clear(t.threads)
+	t.ids = idOffset{}
+}
 
 // anonRow is a server row of an ended thread waiting for its connection.
 type anonRow struct {
@@ -168,22 +172,35 @@ type idOffset struct {
 	off    int64
 	agree  int    // consecutive threads that had it
 	thread uint64 // the last thread counted
+	newest uint64 // the newest thread counted
 }
 
 // idOffsetAgree is how many threads in a row must share the offset before
 // it is trusted.
 const idOffsetAgree = 3
 
+// observe counts a live thread's pair. A batch of rows interleaves
+// threads, and an older thread's pair from before the server started a
+// thread of its own (MariaDB's InnoDB starts worker threads on demand,
+// each taking a THREAD_ID) carries the offset from before: a different
+// offset from a thread older than the newest seen is stale and ignored
+// (counted as it came, the two offsets alternated and the offset was
+// never trusted through a connection-per-request burst), while an older
+// thread that agrees still confirms it.
 func (o *idOffset) observe(thread, conn uint64) {
 	if thread == o.thread || conn == 0 {
 		return
 	}
 	o.thread = thread
-	if d := int64(thread) - int64(conn); d == o.off {
+	switch d := int64(thread) - int64(conn); {
+	case d == o.off:
 		o.agree++
-	} else {
+	case thread < o.newest:
+		return
+	default:
 		o.off, o.agree = d, 1
 	}
+	o.newest = max(o.newest, thread)
 }
 
 // guess is the connection the offset gives thread (false: not trusted).

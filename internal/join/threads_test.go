@@ -336,3 +336,25 @@ func teachOffset(j *Joiner) {
 	}
 	j.AddServer(seen, 0)
 }
+
+// The id offset follows the newest threads: an older thread's pair read
+// after a newer one's (rows of a batch interleave threads) carries the
+// offset from before the server started a thread of its own, and must not
+// keep the new offset from being trusted; older threads that agree still
+// confirm it.
+func TestIDOffsetFollowsTheNewestThreads(t *testing.T) {
+	var o idOffset
+	for _, p := range [][2]uint64{{110, 103}, {120, 112}, {111, 104}, {121, 113}, {112, 105}, {122, 114}} {
+		o.observe(p[0], p[1])
+	}
+	if conn, ok := o.guess(125); !ok || conn != 117 {
+		t.Fatalf("guess for thread 125: %d (trusted %v), want 117 from the newest threads' offset", conn, ok)
+	}
+	var p idOffset // long-lived connections read again and again
+	for _, pr := range [][2]uint64{{78, 71}, {131, 124}, {17, 10}, {76, 69}} {
+		p.observe(pr[0], pr[1])
+	}
+	if conn, ok := p.guess(140); !ok || conn != 133 {
+		t.Fatalf("older threads that agree: guess %d (trusted %v), want 133", conn, ok)
+	}
+}
