@@ -226,11 +226,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	}
 	e.sink = newSink(opts.WindowSize, newOutputStage(opts.Sinks), e.noWire)
 	clock, _ := e.clock.Clock()
-	poolSize := 0
-	if caps.Server.ThreadPool && caps.Server.ThreadPoolSize > 0 {
-		poolSize = caps.Server.ThreadPoolSize // group = connection id mod size on MariaDB
-	}
-	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize}, e.joined)
+	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server)}, e.joined)
 	e.sample = e.newJoinSample()
 	e.joiner.SetPartial(e.sample.on()) // a fixed --sample; a budget's cuts say so as they come
 	e.watchSockets()

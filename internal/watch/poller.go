@@ -377,9 +377,9 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 
 // poolSize is the thread-pool size when connections are served by a pool
 // (group = connection id mod size on MariaDB), else 0.
-func (p *poller) poolSize() int {
-	if p.info.ThreadPool && p.info.ThreadPoolSize > 0 {
-		return p.info.ThreadPoolSize
+func poolSize(info collect.ServerInfo) int {
+	if info.ThreadPool && info.ThreadPoolSize > 0 {
+		return info.ThreadPoolSize
 	}
 	return 0
 }
