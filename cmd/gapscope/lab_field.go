@@ -5,6 +5,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/lab"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +14,7 @@ func init() { registerLab(newLabFieldCmd) }
 func newLabFieldCmd() *cobra.Command {
 	var f labFlags
 	var o lab.FieldOptions
+	var budget float64
 	cmd := &cobra.Command{
 		Use:   "field",
 		Short: "Real clients from Debian (pymysql, MySQLdb, DBD::mysql, the mariadb CLI) against watch at its default flags: per condition, the client's time beside watch's",
@@ -36,6 +38,13 @@ python3-mysqldb, libdbd-mysql-perl and mariadb-client
 			if o.Churn < 0 || o.Parallel < 0 {
 				return usagef("--churn and --parallel may not be negative")
 			}
+			if budget < 0 || budget > 100 {
+				return usagef("--cpu-budget is a percentage of the host's CPUs, between 0 and 100, not %g", budget)
+			}
+			o.CPUBudget = budget / 100
+			if budget == 0 {
+				o.CPUBudget = -1 // no bound
+			}
 			o.Options = f.options(c.ErrOrStderr())
 			r, rep, err := lab.Field(c.Context(), o)
 			if err != nil {
@@ -57,6 +66,7 @@ python3-mysqldb, libdbd-mysql-perl and mariadb-client
 	f.add(cmd)
 	cmd.Flags().IntVar(&o.Churn, "churn", 300, "connections of the churn condition (connect, 3 point selects, close)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 3, "churn connections at a time")
+	cmd.Flags().Float64Var(&budget, "cpu-budget", 100*watch.DefaultOptions().CPUBudget, "watch's --cpu-budget (percent of the host's CPUs); a small one makes the budget cut the join sample early, as on a busy host")
 	cmd.Flags().StringSliceVar(&o.Only, "only", nil, "run only these conditions (comma-separated; default all)")
 	return cmd
 }

@@ -163,51 +163,134 @@ func graceOver(group []anonRow, nowUS int64) bool {
 
 // idOffset follows THREAD_ID − PROCESSLIST_ID over the rows whose thread
 // still named its connection. Both ids count up as connections open, so
-// on a server that starts no background threads meanwhile the difference
-// stays the same from one connection to the next (MariaDB and MySQL give
-// every new connection the next of each). It is a hint, never proof: it
-// only picks among connections whose wire statements fit an ended
-// thread's rows, when several do.
+// while the server starts no thread of its own the difference stays the
+// same from one connection to the next (MariaDB and MySQL give every new
+// connection the next of each); when it starts one (InnoDB starts workers
+// on demand, each taking a THREAD_ID) the difference grows by one from
+// that thread on. So the offset is kept per range of threads: each
+// segment holds the threads observed with one offset, in THREAD_ID order.
+// An ended thread is judged by the offset of its own range, not by the
+// newest (a busy capture attributes threads a second after they ended,
+// when hundreds of newer ones carry the next offset). It is a hint, never
+// proof: it only picks among connections whose wire statements fit an
+// ended thread's rows.
 type idOffset struct {
-	off    int64
-	agree  int    // consecutive threads that had it
-	thread uint64 // the last thread counted
-	newest uint64 // the newest thread counted
+	segs   []offsetSeg // by lo, not overlapping
+	thread uint64      // the last thread counted
 }
 
-// idOffsetAgree is how many threads in a row must share the offset before
-// it is trusted.
+// offsetSeg: threads lo..hi were observed with THREAD_ID − PROCESSLIST_ID
+// = off, n distinct observations.
+type offsetSeg struct {
+	lo, hi uint64
+	off    int64
+	n      int
+}
+
+// idOffsetAgree is how many observations a range needs before its offset
+// is trusted past its last thread.
 const idOffsetAgree = 3
 
-// observe counts a live thread's pair. A batch of rows interleaves
-// threads, and an older thread's pair from before the server started a
-// thread of its own (MariaDB's InnoDB starts worker threads on demand,
-// each taking a THREAD_ID) carries the offset from before: a different
-// offset from a thread older than the newest seen is stale and ignored
-// (counted as it came, the two offsets alternated and the offset was
-// never trusted through a connection-per-request burst), while an older
-// thread that agrees still confirms it.
+// maxOffsetSegs bounds the ranges kept: the oldest go first (their
+// threads' rows were attributed or given up long since).
+const maxOffsetSegs = 64
+
+// seg returns the index of the last range starting at or before thread
+// (-1: none).
+func (o *idOffset) seg(thread uint64) int {
+	i, _ := slices.BinarySearchFunc(o.segs, thread, func(s offsetSeg, t uint64) int { return cmp.Compare(s.lo, t+1) })
+	return i - 1
+}
+
+// observe counts a live thread's pair. A pair that contradicts the range
+// around it (two connections opened at once can take their THREAD_IDs in
+// the other order) is ignored; one past a range with another offset starts
+// a new range.
 func (o *idOffset) observe(thread, conn uint64) {
 	if thread == o.thread || conn == 0 {
 		return
 	}
 	o.thread = thread
-	switch d := int64(thread) - int64(conn); {
-	case d == o.off:
-		o.agree++
-	case thread < o.newest:
-		return
+	d := int64(thread) - int64(conn)
+	i := o.seg(thread)
+	switch {
+	case i >= 0 && o.segs[i].off == d:
+		o.segs[i].hi = max(o.segs[i].hi, thread)
+		o.segs[i].n++
+	case i >= 0 && thread <= o.segs[i].hi:
+		return // contradicts its range
+	case i+1 < len(o.segs) && o.segs[i+1].off == d:
+		o.segs[i+1].lo = thread
+		o.segs[i+1].n++
 	default:
-		o.off, o.agree = d, 1
+		o.segs = slices.Insert(o.segs, i+1, offsetSeg{lo: thread, hi: thread, off: d, n: 1})
+		if len(o.segs) > maxOffsetSegs {
+			o.segs = slices.Delete(o.segs, 0, 1)
+		}
 	}
-	o.newest = max(o.newest, thread)
+}
+
+// idHint is what the offset says of an ended thread's connection: id when
+// trusted; between two ranges with different offsets, one of id and alt
+// (the server started a thread of its own in between, where is unknown).
+type idHint struct {
+	id, alt uint64
+	trusted bool
+}
+
+// hint judges thread by its range: inside a range observed twice or more
+// its offset is trusted, past the newest range when it was observed
+// idOffsetAgree times; between two ranges it names both candidates.
+func (o *idOffset) hint(thread uint64) idHint {
+	i := o.seg(thread)
+	if i < 0 {
+		return idHint{}
+	}
+	s := o.segs[i]
+	conn := func(off int64) uint64 {
+		if c := int64(thread) - off; c > 0 {
+			return uint64(c)
+		}
+		return 0
+	}
+	switch {
+	case thread <= s.hi:
+		return idHint{id: conn(s.off), trusted: s.n >= 2 && conn(s.off) > 0}
+	case i == len(o.segs)-1:
+		return idHint{id: conn(s.off), trusted: s.n >= idOffsetAgree && conn(s.off) > 0}
+	default:
+		return idHint{id: conn(s.off), alt: conn(o.segs[i+1].off)}
+	}
 }
 
 // guess is the connection the offset gives thread (false: not trusted).
 func (o *idOffset) guess(thread uint64) (uint64, bool) {
-	c := int64(thread) - o.off
-	return uint64(c), o.agree >= idOffsetAgree && c > 0
+	h := o.hint(thread)
+	return h.id, h.trusted
 }
+
+// pick is the connection of fits the hint names: the trusted one, or the
+// only one of the two candidates between ranges (0: none).
+func (h idHint) pick(fits func(uint64) bool) uint64 {
+	switch {
+	case h.trusted:
+		if fits(h.id) {
+			return h.id
+		}
+	case h.alt != 0:
+		a, b := h.id != 0 && fits(h.id), fits(h.alt)
+		if a != b {
+			if a {
+				return h.id
+			}
+			return h.alt
+		}
+	}
+	return 0
+}
+
+// informed: the hint says something (trusted, or two candidates).
+func (h idHint) informed() bool { return h.trusted || h.alt != 0 }
 
 // ObserveThread tells the joiner a live thread's connection (read from
 // the threads table), for the id offset that names ended threads'.
@@ -292,19 +375,18 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 			fits = append(fits, tally{id, off})
 		}
 	}
-	if id, ok := j.thr.ids.guess(rows[0].r.ThreadID); ok && j.thr.partial {
+	hint := j.thr.ids.hint(rows[0].r.ThreadID)
+	fitting := func(id uint64) bool { return slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) }
+	if j.thr.partial && hint.informed() {
 		// Under a join sample the connections left out have no wire
 		// statements here, so an ended thread of theirs can fit one that is
-		// in, alone: a trusted id offset that names another connection
-		// says whose it is. (Without one, the fit decides as below.)
-		if !slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) {
-			return 0
-		}
-		return id
+		// in, alone: an offset that names another connection says whose it
+		// is. (Without one, the fit decides as below.)
+		return hint.pick(fitting)
 	}
 	if len(fits) > 1 {
 		// Several connections fit: the id offset may single one out.
-		if id, ok := j.thr.ids.guess(rows[0].r.ThreadID); ok && slices.ContainsFunc(fits, func(f tally) bool { return f.id == id }) {
+		if id := hint.pick(fitting); id != 0 {
 			return id
 		}
 	}

@@ -337,18 +337,30 @@ func teachOffset(j *Joiner) {
 	j.AddServer(seen, 0)
 }
 
-// The id offset follows the newest threads: an older thread's pair read
-// after a newer one's (rows of a batch interleave threads) carries the
-// offset from before the server started a thread of its own, and must not
-// keep the new offset from being trusted; older threads that agree still
-// confirm it.
-func TestIDOffsetFollowsTheNewestThreads(t *testing.T) {
+// The id offset is kept per range of threads: the server starting a
+// thread of its own moves it by one for the threads after, and a busy
+// capture attributes ended threads a second later, when the newest
+// threads carry the new offset. Each thread is judged by its own range;
+// between two ranges the hint names both candidates; past the newest, the
+// newest offset once it was seen idOffsetAgree times.
+func TestIDOffsetByRangeOfThreads(t *testing.T) {
 	var o idOffset
-	for _, p := range [][2]uint64{{110, 103}, {120, 112}, {111, 104}, {121, 113}, {112, 105}, {122, 114}} {
+	for _, p := range [][2]uint64{{110, 103}, {120, 112}, {111, 104}, {121, 113}, {112, 105}, {122, 114}, {400, 392}} {
 		o.observe(p[0], p[1])
 	}
-	if conn, ok := o.guess(125); !ok || conn != 117 {
-		t.Fatalf("guess for thread 125: %d (trusted %v), want 117 from the newest threads' offset", conn, ok)
+	for _, c := range []struct {
+		thread uint64
+		want   idHint
+	}{
+		{111, idHint{id: 104, trusted: true}}, // inside the old range
+		{115, idHint{id: 108, alt: 107}},      // between the ranges: either
+		{300, idHint{id: 292, trusted: true}}, // inside the new range
+		{405, idHint{id: 397, trusted: true}}, // past the newest: 4 observations
+		{100, idHint{}},                       // before any observation
+	} {
+		if got := o.hint(c.thread); got != c.want {
+			t.Errorf("thread %d: hint %+v, want %+v", c.thread, got, c.want)
+		}
 	}
 	var p idOffset // long-lived connections read again and again
 	for _, pr := range [][2]uint64{{78, 71}, {131, 124}, {17, 10}, {76, 69}} {
@@ -356,5 +368,64 @@ func TestIDOffsetFollowsTheNewestThreads(t *testing.T) {
 	}
 	if conn, ok := p.guess(140); !ok || conn != 133 {
 		t.Fatalf("older threads that agree: guess %d (trusted %v), want 133", conn, ok)
+	}
+	var q idOffset // two connections opened at once took their THREAD_IDs in the other order
+	for _, pr := range [][2]uint64{{10, 3}, {20, 13}, {16, 10}, {30, 23}} {
+		q.observe(pr[0], pr[1])
+	}
+	if conn, ok := q.guess(40); !ok || conn != 33 {
+		t.Fatalf("a swapped pair inside a range: guess %d (trusted %v), want 33", conn, ok)
+	}
+	var r idOffset
+	for i := range uint64(3 * maxOffsetSegs) {
+		r.observe(1000+2*i, 1000+i) // every observation a new offset
+	}
+	if len(r.segs) > maxOffsetSegs {
+		t.Fatalf("%d ranges kept, bound %d", len(r.segs), maxOffsetSegs)
+	}
+}
+
+// Connections 5, 6 and 7 ran interleaved, and their threads ended before
+// their rows were read; by the time they are attributed the server has
+// started a thread of its own and the newest threads show an offset one
+// higher. The offset of their own range names each thread's connection;
+// the newest offset would give each thread its neighbour's.
+func TestJoinEndedThreadsJudgedByTheirRange(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+	var seen []collect.ServerStatement
+	observe := func(conn, thread uint64) {
+		r := row(conn, "statement/sql/select", "SELECT 0", int64(conn)*1000, int64(conn)*1000+50)
+		r.ThreadID = thread
+		seen = append(seen, r)
+	}
+	for c := uint64(1); c <= 4; c++ {
+		observe(c, c+100)
+	}
+	observe(8, 108)
+	for c := uint64(9); c <= 12; c++ {
+		observe(c, c+101) // the server took THREAD_ID 109
+	}
+	j.AddServer(seen, 0)
+	var wires []*event.Statement
+	var rows []collect.ServerStatement
+	for k := range int64(3) {
+		for c := int64(5); c <= 7; c++ {
+			start := 100_000 + k*300 + (c-5)*100
+			w := answered(uint64(c), "SELECT ?", start, start+80, start+80)
+			wires = append(wires, w)
+			j.AddWire(w, 0)
+			r := row(0, "statement/sql/select", "SELECT 1", start+10, start+70)
+			r.ThreadID = uint64(c) + 100
+			rows = append(rows, r)
+		}
+	}
+	j.AddServer(rows, readAfter)
+	j.Flush(readAfter + anonGraceUS)
+	j.FlushAll()
+	for _, w := range wires {
+		if !w.Joined {
+			t.Errorf("connection %s: not joined (%s): %+v", w.Conn, w.Why, j.Stats())
+		}
 	}
 }

@@ -27,6 +27,10 @@ type FieldOptions struct {
 	// connections of the churn condition (default 300), Parallel of them
 	// at a time (default 3).
 	Churn, Parallel int
+	// CPUBudget overrides watch's default budget (a fraction of the host;
+	// 0: the default, negative: no bound); a small one makes the governor
+	// cut the join sample early, as it does when the lab's process is busy.
+	CPUBudget float64
 	// Only runs the named conditions (all when empty).
 	Only []string
 }
@@ -256,6 +260,9 @@ func Field(ctx context.Context, o FieldOptions) (*Result, *FieldReport, error) {
 	}
 	sink := &fieldSink{}
 	wopts := watch.DefaultOptions() // the user's defaults: budget included
+	if o.CPUBudget != 0 {
+		wopts.CPUBudget = max(o.CPUBudget, 0)
+	}
 	wopts.DSN, wopts.Ports, wopts.Iface, wopts.KeepLiterals = monitor, []uint16{uint16(inst.Port)}, "lo", o.KeepLiterals
 	wopts.Sinks = []watch.Sink{watch.StatementFunc(sink.add)}
 	o.step(r, "watching port %d on lo at watch's default flags (--cpu-budget %g%%)", inst.Port, 100*wopts.CPUBudget)
