@@ -233,8 +233,12 @@ type connState struct {
 	// answerMax is the latest first answer byte of any wire statement
 	// pushed (kept after pops: a bound only needs to be safe).
 	answerMax int64
-	wires     fifo[wireItem]
-	rows      fifo[rowItem]
+	// thread is the THREAD_ID whose rows it was given (0: none yet): a
+	// connection is served by one thread, so another ended thread's rows
+	// are not its.
+	thread uint64
+	wires  fifo[wireItem]
+	rows   fifo[rowItem]
 }
 
 func (c *connState) empty() bool { return c.wires.len() == 0 && c.rows.len() == 0 }
@@ -362,6 +366,7 @@ func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 			}
 		}
 		c := j.conn(id)
+		c.thread = r.ThreadID
 		j.pushRow(c, r, id, base, shift, nowUS)
 		if c.batch != j.batch {
 			c.batch = j.batch

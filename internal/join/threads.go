@@ -41,6 +41,8 @@ type threadIDs struct {
 	spans spanIndex
 	// shifted is connOfRows' buffer of rows on the capture's clock.
 	shifted []collect.ServerStatement
+	// undecided is attributeAnon's buffer of the groups it retries.
+	undecided [][2]int
 	// partial: only a join sample's connections hand their statements in
 	// (SetPartial).
 	partial bool
@@ -118,6 +120,7 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 	j.thr.spans.stale = true // wire statements came and went since the last pass
 	touched := j.touched[:0]
 	kept := j.thr.anon[:0]
+	undecided := j.thr.undecided[:0] // ranges of kept: ready, not attributed
 	for lo := 0; lo < len(j.thr.anon); {
 		hi := lo + 1
 		for hi < len(j.thr.anon) && j.thr.anon[hi].r.ThreadID == j.thr.anon[lo].r.ThreadID {
@@ -132,24 +135,81 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 				continue
 			}
 			if id = j.connOfRows(group); id == 0 {
+				undecided = append(undecided, [2]int{len(kept), len(kept) + len(group)})
 				kept = append(kept, group...)
 				continue
 			}
-			j.learnThread(group[0].r.ThreadID, id)
+			j.attributed(group[0].r.ThreadID, id)
 		}
-		c := j.conn(id)
-		for i := range group {
-			base, shift := j.clk.clockOf(&group[i].r)
-			j.pushRow(c, &group[i].r, id, base, shift, group[i].added)
-		}
-		if c.batch != j.batch {
-			c.batch = j.batch
-			touched = append(touched, c)
+		touched = j.assignRows(group, id, touched)
+	}
+	// Second chances: a connection that took a thread in this pass is no
+	// longer a candidate for another (connOfRows), which may leave one.
+	// Three connections opened at once can take their THREAD_IDs in
+	// another order than their ids, and a thread that fitted all three
+	// then fits the one the others did not take.
+	for round, progress := 0, true; round < 3 && progress && len(undecided) > 0; round++ {
+		progress = false
+		for k, g := range undecided {
+			group := kept[g[0]:g[1]]
+			if g[0] == g[1] {
+				continue // taken in an earlier round
+			}
+			id := j.connOfRows(group)
+			if id == 0 {
+				continue
+			}
+			j.attributed(group[0].r.ThreadID, id)
+			touched = j.assignRows(group, id, touched)
+			undecided[k][1] = g[0]
+			progress = true
 		}
 	}
-	clear(j.thr.anon[len(kept):])
-	j.thr.anon = kept
+	out := kept[:0]
+	next := 0 // the next undecided range, ranges in order
+	for i := 0; i < len(kept); {
+		if next < len(undecided) && undecided[next][0] == i {
+			g := undecided[next]
+			next++
+			if g[1] == g[0] { // taken: drop the group's rows
+				for i < len(kept) && kept[i].r.ThreadID == kept[g[0]].r.ThreadID {
+					i++
+				}
+				continue
+			}
+		}
+		out = append(out, kept[i])
+		i++
+	}
+	clear(j.thr.anon[len(out):])
+	j.thr.anon = out
+	j.thr.undecided = undecided[:0]
 	j.settleBatch(touched, nowUS)
+}
+
+// attributed records that the wire singled out thread's connection.
+func (j *Joiner) attributed(thread, id uint64) {
+	j.learnThread(thread, id)
+	// What the wire singled out narrows the offset's ranges for the
+	// threads after it (by THREAD_ID, the order of the pass): a thread
+	// between two ranges is judged by the nearer evidence.
+	j.thr.ids.observe(thread, id)
+}
+
+// assignRows hands a thread's rows to its connection, adding the
+// connection to touched once per batch.
+func (j *Joiner) assignRows(group []anonRow, id uint64, touched []*connState) []*connState {
+	c := j.conn(id)
+	c.thread = group[0].r.ThreadID
+	for i := range group {
+		base, shift := j.clk.clockOf(&group[i].r)
+		j.pushRow(c, &group[i].r, id, base, shift, group[i].added)
+	}
+	if c.batch != j.batch {
+		c.batch = j.batch
+		touched = append(touched, c)
+	}
+	return touched
 }
 
 // graceOver: the newest row of the group was read anonGraceUS ago.
@@ -351,8 +411,8 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 	var fits []tally
 	for _, id := range j.candidates(shifted) {
 		c := j.conns[id]
-		if c == nil || c.wires.len() == 0 {
-			continue
+		if c == nil || c.wires.len() == 0 || c.thread != 0 && c.thread != rows[0].r.ThreadID {
+			continue // a connection another thread served is not this one's
 		}
 		hits, miss, off := 0, 0, 0
 		for i := range shifted {

@@ -429,3 +429,42 @@ func TestJoinEndedThreadsJudgedByTheirRange(t *testing.T) {
 		}
 	}
 }
+
+// Three connections opened at once took their THREAD_IDs in another
+// order than their ids, and all ended before their rows were read: the
+// first thread's one row fits all three connections, the others' two rows
+// fit one each. Once those took their connections, the first thread fits
+// the one left, and every statement joins.
+func TestJoinEndedThreadGetsTheConnectionLeft(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+	var wires []*event.Statement
+	wire := func(conn uint64, at int64) {
+		w := answered(conn, "SELECT ?", at, at+100, at+100)
+		wires = append(wires, w)
+		j.AddWire(w, 0)
+	}
+	wire(8, 100_000)
+	wire(10, 100_000)
+	wire(10, 102_000)
+	wire(11, 100_000)
+	wire(11, 103_000)
+	var rows []collect.ServerStatement
+	add := func(thread uint64, at int64) {
+		r := row(0, "statement/sql/select", "SELECT 1", at+10, at+90)
+		r.ThreadID = thread
+		rows = append(rows, r)
+	}
+	add(119, 100_000) // fits 8, 10 and 11
+	add(120, 100_000)
+	add(120, 102_000) // 10 only
+	add(121, 100_000)
+	add(121, 103_000) // 11 only
+	j.AddServer(rows, readAfter)
+	j.Flush(readAfter + anonGraceUS)
+	for _, w := range wires {
+		if !w.Joined {
+			t.Errorf("connection %s at %d: not joined (%s): %+v", w.Conn, w.TReqFirst, w.Why, j.Stats())
+		}
+	}
+}
