@@ -104,8 +104,8 @@ func (t *Tracker) newEvent() *event.Statement {
 	return s
 }
 
-// slabEvents is how many statements one slab holds: 15 of 432 bytes fill
-// a 6,528-byte size class within 48 bytes.
+// slabEvents is how many statements one slab holds: 15 of 440 bytes fill
+// a 6,784-byte size class within 184 bytes.
 const slabEvents = 15
 
 func setTimes(s *event.Statement, reqFirst, reqLast, respFirst, respLast int64) {
@@ -131,6 +131,9 @@ func (t *Tracker) setSQL(s *event.Statement, ex *mysqlproto.Exchange) {
 	}
 	d := t.derive(ex)
 	s.DigestText, s.Digest, s.Fingerprint, s.Tags = d.digestText, d.digest, d.digest, d.tags
+	if ex.Cmd == comQuery {
+		s.TextHash = sqltext.TextHash(ex.SQL) // names an ended thread's row by its literals
+	}
 	comment := d.comment
 	switch {
 	case !t.opts.KeepLiterals && comment != "":

@@ -81,6 +81,9 @@ type Statement struct {
 	// which the join replaces with the server's DIGEST, it is the same for
 	// a statement whether it joined or not, so exporters key on it.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// TextHash identifies the exact text sent (sqltext.TextHash, 0: none):
+	// evidence for the join, never written.
+	TextHash uint64 `json:"-"`
 	// Tags are the sqlcommenter key='value' tags of the statement's
 	// trailing comment (route, framework, W3C traceparent...). Read only:
 	// the executes of one prepared statement share the map.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // maxThreadMap bounds the learned THREAD_ID -> connection map.
@@ -43,6 +44,8 @@ type threadIDs struct {
 	shifted []collect.ServerStatement
 	// undecided is attributeAnon's buffer of the groups it retries.
 	undecided [][2]int
+	// texts is connOfRows' buffer of the rows' text hashes.
+	texts []uint64
 	// partial: only a join sample's connections hand their statements in
 	// (SetPartial).
 	partial bool
@@ -403,10 +406,13 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 	j.thr.shifted = slices.Grow(j.thr.shifted[:0], n)[:n] // reused: a burst's ended threads hold thousands of rows
 	shifted := j.thr.shifted
 	defer clear(shifted) // keep no texts alive between calls
+	j.thr.texts = slices.Grow(j.thr.texts[:0], n)[:n]
+	texts := j.thr.texts
 	for i := range rows {
 		shifted[i] = rows[i].r
 		_, shift := j.clk.clockOf(&shifted[i])
 		shifted[i].StartUS, shifted[i].EndUS = shifted[i].StartUS-shift, shifted[i].EndUS-shift
+		texts[i] = sqltext.TextHashString(rows[i].r.SQLText)
 	}
 	var fits []tally
 	for _, id := range j.candidates(shifted) {
@@ -419,7 +425,7 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 			switch k, fit := j.nearestWire(c, &shifted[i]); {
 			case k >= 0 && answerStart(c, k) >= noEnd:
 				// no evidence (see above)
-			case k < 0 || fit > j.clk.fitTolUS:
+			case k < 0 || fit > j.clk.fitTolUS || !sameText(c.wires.at(k).s.TextHash, texts[i]):
 				miss++
 			default:
 				hits++
@@ -465,6 +471,12 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 	}
 	return fits[0].id
 }
+
+// sameText: the texts are not known to differ. Three connections opened
+// at once run the same point select within the same milliseconds, and
+// their ended threads' rows fit each other's statements by time; the
+// literals tell them apart.
+func sameText(wire, row uint64) bool { return wire == 0 || row == 0 || wire == row }
 
 // nearestWireScan bounds how many wire statements nearestWire looks at
 // before the row's start: a connection runs one statement at a time, so

@@ -1,10 +1,12 @@
 package join
 
 import (
-	"github.com/gapscope/gapscope/internal/event"
+	"fmt"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // A short-lived connection: its thread ended before the poll, so the rows
@@ -460,6 +462,37 @@ func TestJoinEndedThreadGetsTheConnectionLeft(t *testing.T) {
 	add(120, 102_000) // 10 only
 	add(121, 100_000)
 	add(121, 103_000) // 11 only
+	j.AddServer(rows, readAfter)
+	j.Flush(readAfter + anonGraceUS)
+	for _, w := range wires {
+		if !w.Joined {
+			t.Errorf("connection %s at %d: not joined (%s): %+v", w.Conn, w.TReqFirst, w.Why, j.Stats())
+		}
+	}
+}
+
+// Connections 10, 11 and 12 run the same point select interleaved, and
+// their threads end before their rows are read, with no id offset to go
+// by: by time each thread's rows fit all three connections, but each
+// connection sent its own literals, and the rows' texts hold them.
+func TestJoinEndedThreadsByTheirText(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+	var wires []*event.Statement
+	var rows []collect.ServerStatement
+	for k := range int64(3) {
+		for c := int64(10); c <= 12; c++ {
+			start := 100_000 + k*300 + (c-10)*100
+			text := fmt.Sprintf("SELECT v FROM t WHERE id = %d", c*10+k)
+			w := answered(uint64(c), "SELECT v FROM t WHERE id = ?", start, start+80, start+80)
+			w.TextHash = sqltext.TextHashString(text)
+			wires = append(wires, w)
+			j.AddWire(w, 0)
+			r := row(0, "statement/sql/select", text, start+10, start+70)
+			r.ThreadID = uint64(c) + 100
+			rows = append(rows, r)
+		}
+	}
 	j.AddServer(rows, readAfter)
 	j.Flush(readAfter + anonGraceUS)
 	for _, w := range wires {

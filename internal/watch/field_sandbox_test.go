@@ -361,11 +361,11 @@ func TestConnectionChurnJoined(t *testing.T) {
 	if len(got) != conns*each {
 		t.Fatalf("%d point selects reported, want %d", len(got), conns*each)
 	}
-	// The issue asks 99.5%; most runs join all 900, one in several gives
-	// up a connection or two at the run's end (894). Before the id offset,
-	// 567-654 joined.
-	if joined*1000 < len(got)*985 {
-		t.Errorf("joined %d of %d (%.1f%%), want at least 98.5%%", joined, len(got), 100*float64(joined)/float64(len(got)))
+	// Three connections at a time run the same point select: their ended
+	// threads are told apart by the id offset of their range, by the
+	// connections the others took, and by their literals.
+	if joined*1000 < len(got)*995 {
+		t.Errorf("joined %d of %d (%.1f%%), want at least 99.5%%", joined, len(got), 100*float64(joined)/float64(len(got)))
 	}
 	for r, n := range byReason {
 		if res.Coverage.Unjoined[r] < n {
