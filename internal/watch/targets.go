@@ -167,7 +167,9 @@ func (p *poller) readTargets(ctx context.Context) {
 	}
 	t.failures = 0
 	var feed []collect.ServerStatement
+	byConn := rowsByConn(rows)
 	for _, pt := range due {
+		rows := byConn[pt.connID] // what follows looks at the target's connection only
 		r, ok := t.rowFor(pt, rows, off, tol, errUS, now)
 		if !ok {
 			continue
@@ -350,10 +352,9 @@ func (t *targets) rowFor(p *pendingTarget, read []collect.ServerStatement, off, 
 		return collect.ServerStatement{}, false
 	}
 	p.tries = len(retryAfter) // reading it again cannot help: requeue gives it up unless found now
-	long := fromLong(read)
-	if i := bestRow(long, p, off, errUS+100, errUS+100); i >= 0 {
+	if i := bestRowFrom(read, collect.SourceHistoryLong, p, off, errUS+100, errUS+100); i >= 0 {
 		p.tries = -1
-		return long[i], true // the server's own end: better than a running row's
+		return read[i], true // the server's own end: better than a running row's
 	}
 	if rolled {
 		// Only a running scan can still find a busy connection's outliers:
@@ -367,15 +368,14 @@ func (t *targets) rowFor(p *pendingTarget, read []collect.ServerStatement, off, 
 	return collect.ServerStatement{}, false
 }
 
-// fromLong is the rows of read that came from history_long.
-func fromLong(read []collect.ServerStatement) []collect.ServerStatement {
-	var long []collect.ServerStatement
-	for _, r := range read {
-		if r.Source == collect.SourceHistoryLong {
-			long = append(long, r)
-		}
+// rowsByConn groups a read's rows by connection, in their order: each
+// target then looks at its own connection's rows, not at the whole read.
+func rowsByConn(rows []collect.ServerStatement) map[uint64][]collect.ServerStatement {
+	by := make(map[uint64][]collect.ServerStatement)
+	for _, r := range rows {
+		by[r.ConnID] = append(by[r.ConnID], r)
 	}
-	return long
+	return by
 }
 
 // rowGone reports whether p's own row is gone from what its thread keeps,
@@ -548,24 +548,38 @@ func (t *targets) threadsOf(ctx context.Context, db *sql.DB, conns []uint64) (ma
 // request began (by more than endTol, the clock's error) is the statement
 // before it, however close its start: the client waited for its answer.
 func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol int64) int {
+	return bestRowFrom(rows, "", p, off, tol, endTol)
+}
+
+// bestRowFrom is bestRow among the rows read from source ("": any). It
+// copies nothing: a loaded host's read holds thousands of rows for
+// hundreds of targets.
+func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget, off, tol, endTol int64) int {
 	best, bestFit := -1, tol+1
 	for i := range rows {
 		r := &rows[i]
+		if source != "" && r.Source != source {
+			continue
+		}
 		if r.ConnID != p.connID || r.StartUS == 0 || r.NestingLevel > 0 || r.NestingType == "STATEMENT" {
 			continue
 		}
 		if r.EndUS != 0 && r.EndUS-off < p.reqFirst-endTol {
 			continue
 		}
-		start := r.StartUS - off
-		// From the first request byte: a long request is read while the
-		// statement's timer runs (the join's own rule).
-		fit := max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
-		if fit < bestFit {
+		if fit := rowFit(r, p, off); fit < bestFit {
 			best, bestFit = i, fit
 		}
 	}
 	return best
+}
+
+// rowFit is how far r's start lies outside p's window, from the first
+// request byte (a long request is read while the statement's timer runs:
+// the join's own rule) to the first answer byte.
+func rowFit(r *collect.ServerStatement, p *pendingTarget, off int64) int64 {
+	start := r.StartUS - off
+	return max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
 }
 
 // lossLog remembers the spans (Unix µs) over which history_long lost rows

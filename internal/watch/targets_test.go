@@ -241,6 +241,36 @@ func TestRolledOverPrefersRunningRowToALaterStatement(t *testing.T) {
 	}
 }
 
+// On a loaded host a targeted read returns thousands of history_long
+// rows for hundreds of outliers: finding an outlier's row among them
+// copies none (a copy per outlier took 30 s of CPU at the end of a loaded
+// budgeted sysbench run), and the read is split by connection once.
+func TestRolledOverOutlierCopiesNoRows(t *testing.T) {
+	tg := newTargets(true, true)
+	long := collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, SQLText: "SELECT SLEEP(0.03)",
+		StartUS: 1_040, EndUS: 31_020, Source: collect.SourceHistoryLong}
+	read := movedOn(0)
+	for i := range 5_000 {
+		read = append(read, collect.ServerStatement{ThreadID: 9, EventID: uint64(200 + i), ConnID: 5,
+			StartUS: 40_000 + int64(i)*100, EndUS: 40_050 + int64(i)*100, Source: collect.SourceHistoryLong})
+	}
+	read = append(read, long)
+	now := time.Unix(1000, 0)
+	allocs := testing.AllocsPerRun(20, func() {
+		p := busyTarget()
+		if r, ok := tg.rowFor(p, read, 0, 2_000, 100, now); !ok || r != long {
+			t.Fatalf("fed %v: %+v", ok, r)
+		}
+	})
+	if allocs > 1 { // the target itself
+		t.Errorf("%v allocations to find one outlier's row in a read of %d", allocs, len(read))
+	}
+	by := rowsByConn(append(read, collect.ServerStatement{ConnID: 6, Source: collect.SourceHistoryLong}))
+	if len(by[5]) != len(read) || len(by[6]) != 1 {
+		t.Errorf("split by connection: %d and %d rows", len(by[5]), len(by[6]))
+	}
+}
+
 // An outlier its thread's history lost is joined from its thread's rows
 // in history_long when they still hold it, before any running row (the
 // server's own end beats one from the wire), and the running scans keep
