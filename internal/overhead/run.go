@@ -11,6 +11,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/sandbox"
+	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/gapscope/gapscope/internal/workload"
 	"github.com/go-sql-driver/mysql"
 )
@@ -424,9 +425,15 @@ func (s *session) round(ctx context.Context, index, pos int, c Config) (Round, e
 		}
 	}
 	start := time.Now()
+	cpu0, cpuOK := s.cpu()
 	m, err := s.workload(ctx, s.opts.Duration)
 	if err != nil {
 		return Round{}, err
+	}
+	cpu1, cpuOK1 := s.cpu()
+	var perTx time.Duration
+	if cpuOK && cpuOK1 && m.Transactions > 0 {
+		perTx = (cpu1 - cpu0) / time.Duration(m.Transactions)
 	}
 	if !startup {
 		if err := c.Restore(ctx, s); err != nil {
@@ -436,7 +443,23 @@ func (s *session) round(ctx context.Context, index, pos int, c Config) (Round, e
 	}
 	return Round{Config: c.Name, Position: pos, Index: index, StartUS: start.UnixMicro(), TPS: m.TPS, QPS: m.QPS,
 		LatAvg: m.Latency.Avg, LatP95: m.Latency.P95, Errors: m.Errors,
-		Applied: applied, Understates: len(c.Startup) > 0 && !startup}, nil
+		Applied: applied, Understates: len(c.Startup) > 0 && !startup, CPUPerTx: perTx}, nil
+}
+
+// cpu is the CPU time the sandbox's server and this process (gapscope and
+// its watch: what runs on a database host) used so far; false on a server
+// that is not a sandbox, whose CPU gapscope cannot read. sysbench, the
+// application, is left out; the builtin workload runs in this process and
+// is counted (it dilutes the ratios: the method says so).
+func (s *session) cpu() (time.Duration, bool) {
+	if s.opts.Sandbox == nil {
+		return 0, false
+	}
+	server, err := s.opts.Sandbox.CPU()
+	if err != nil {
+		return 0, false
+	}
+	return server + watch.ProcessCPU(), true
 }
 
 // workload runs the OLTP load for d on fresh connections (settings such as
