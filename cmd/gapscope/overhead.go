@@ -47,8 +47,9 @@ to the first configuration (the baseline) with a 95% interval from the paired
 rounds, average and p95 latency with their intervals, and whether the
 difference stands above the noise. After --rounds rotations, rotations are
 added while a row is undecided (its interval neither excludes 1.0 nor lies
-within --resolution of it), decided rows left out, until --time-limit; a row
-still undecided then says so with its interval.
+within --resolution of it), until --time-limit; decided rows are left out of
+them, and so are rows that could not be decided in the time left at their
+spread (a note says which). A row still undecided says so with its interval.
 
 On a sandbox it also measures the CPU time the server and gapscope's process
 use per transaction, and the capacity: the paired ratio of transactions per

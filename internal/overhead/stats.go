@@ -100,7 +100,8 @@ const Method = "paired rounds: ratio TPS(config)/TPS(baseline) per rotation, and
 	"sysbench does not); 95% Student t-interval on the mean log ratio " +
 	"(geometric mean ratio, exp(mean ± t·sd/√n)); the verdict is decided on capacity where every pair has it (other load on " +
 	"the host moves TPS, not CPU per transaction), else on TPS: above noise when the interval excludes 1.0, 'no' when it lies within " +
-	"±resolution of 1.0, else noise too high to tell; rotations are added (decided rows left out) while a row is undecided, up to the time limit"
+	"±resolution of 1.0, else noise too high to tell; rotations are added while a row is undecided, up to the time limit, leaving out " +
+	"decided rows and rows that could not be decided in the time left at their spread"
 
 // What Row.AboveNoise was decided on (Row.VerdictOn).
 const (

@@ -245,3 +245,30 @@ func TestCapacityDecidesWhereCPUIsMeasured(t *testing.T) {
 		t.Errorf("without CPU: %+v", rows[1])
 	}
 }
+
+// TestPairsToDecide: a clear cost with a moderate spread needs a few more
+// pairs; a ratio near 1 with the same spread needs more than a short run
+// has, and is reported hopeless; a row without a spread keeps running.
+func TestPairsToDecide(t *testing.T) {
+	// x0.929 [x0.849–x1.016] over 5 pairs (lab run, ps-all): sd of the log
+	// ratios 0.072, decided at 7 pairs if they hold.
+	cost := Row{Config: "ps-all", Pairs: 5, Ratio: 0.929, RatioLow: 0.849, RatioHigh: 1.016, VerdictOn: VerdictOnTPS}
+	if got := PairsToDecide(cost, 0.05, 10); got != 7 {
+		t.Errorf("cost: %d pairs, want 7", got)
+	}
+	if got := PairsToDecide(cost, 0.05, 1); got != -1 {
+		t.Errorf("cost with one more pair: %d, want -1", got)
+	}
+	// x0.998 [x0.915–x1.090] over 5 pairs (ps-default): 'no' needs the
+	// interval within ±5%, about 10 pairs.
+	flat := Row{Config: "ps-default", Pairs: 5, Capacity: 0.998, CapacityLow: 0.915, CapacityHigh: 1.090, VerdictOn: VerdictOnCapacity}
+	if got := PairsToDecide(flat, 0.05, 3); got != -1 {
+		t.Errorf("flat within 3 more: %d, want -1", got)
+	}
+	if got := PairsToDecide(flat, 0.05, 20); got < 9 || got > 12 {
+		t.Errorf("flat: %d pairs, want about 10", got)
+	}
+	if got := PairsToDecide(Row{Pairs: 1, Ratio: 0.9}, 0.05, 5); got != 0 {
+		t.Errorf("one pair: %d, want 0 (no spread to go by)", got)
+	}
+}
