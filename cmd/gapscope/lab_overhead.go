@@ -22,10 +22,12 @@ on at startup (ps-all: the sandbox restarted with the options, as my.cnf would
 set them) and the same at runtime (ps-all-runtime), optimizer_trace on, and
 gapscope watch running, in rotated rounds; rounds are added while a setting
 is undecided, up to --time-limit. It prints each setting's TPS ratio to the
-baseline with a 95% interval from the paired rounds, latencies, how it was
-applied, and an INSTRUMENTATION_COST finding for each cost that stands above
-the noise. At most three minutes; 'gapscope overhead --sandbox' is the
-full-length measurement.`,
+baseline with a 95% interval from the paired rounds, its capacity (the paired
+ratio of transactions per CPU second of the server and gapscope, on which the
+verdict is decided: other load on the host moves TPS, hardly CPU per
+transaction), latencies, how it was applied, and an INSTRUMENTATION_COST
+finding for each cost that stands above the noise. At most three minutes of
+rounds; 'gapscope overhead --sandbox' is the full-length measurement.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := f.check(); err != nil {
@@ -62,6 +64,6 @@ full-length measurement.`,
 	fl.DurationVar(&o.TimeLimit, "time-limit", 3*time.Minute, "add rotations while a setting is undecided, up to this long (0: none added)")
 	fl.DurationVar(&o.Duration, "duration", 5*time.Second, "measured length of each round")
 	fl.DurationVar(&o.Warmup, "warmup", 2*time.Second, "unmeasured workload after each change (0: none)")
-	fl.StringVar(&o.Driver, "driver", "builtin", "workload: builtin or sysbench")
+	fl.StringVar(&o.Driver, "driver", "", "workload: sysbench or builtin (default: sysbench when installed, else builtin, which runs in gapscope's process and so dilutes the CPU measure)")
 	return cmd
 }

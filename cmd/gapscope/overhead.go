@@ -19,9 +19,11 @@ import (
 func init() { register(newOverheadCmd) }
 
 // Default configurations: a sandbox can be restarted, so performance_schema
-// off is the baseline; a user's server is compared with its defaults.
+// off is the baseline; a user's server is compared with its defaults. The
+// sandbox's order restarts it twice per rotation (to ps-all's options, then
+// back), not three times, and keeps ps-all-runtime beside ps-all.
 const (
-	defaultSandboxConfigs = "ps-off,ps-default,ps-all,ps-all-runtime,innodb-metrics-all,optimizer-trace,gapscope-watch"
+	defaultSandboxConfigs = "ps-off,ps-all,ps-all-runtime,ps-default,innodb-metrics-all,optimizer-trace,gapscope-watch"
 	defaultServerConfigs  = "ps-default,ps-all,innodb-metrics-all,optimizer-trace,gapscope-watch"
 )
 
@@ -45,7 +47,17 @@ to the first configuration (the baseline) with a 95% interval from the paired
 rounds, average and p95 latency with their intervals, and whether the
 difference stands above the noise. After --rounds rotations, rotations are
 added while a row is undecided (its interval neither excludes 1.0 nor lies
-within --resolution of it), decided rows left out, until --time-limit.
+within --resolution of it), until --time-limit; decided rows are left out of
+them, and so are rows that could not be decided in the time left at their
+spread (a note says which). A row still undecided says so with its interval.
+
+On a sandbox it also measures the CPU time the server and gapscope's process
+use per transaction, and the capacity: the paired ratio of transactions per
+CPU second, what the setting leaves of a CPU-bound server's throughput. Other
+load on a shared host moves TPS a lot and CPU per transaction little, so the
+verdict is decided on capacity there (on TPS on a server gapscope cannot see
+the CPU of). sysbench runs in its own process and is not counted; the builtin
+workload runs in gapscope's and dilutes the capacity ratios.
 
 Settings are measured as a DBA leaves them: ps-all, every instrument and
 consumer on, is a startup setting (instruments enabled at runtime miss the

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -277,10 +276,10 @@ func Field(ctx context.Context, o FieldOptions) (*Result, *FieldReport, error) {
 			runErrs[i] = errors.New("this host has no IPv6 loopback (::1)")
 			continue
 		}
-		t0, cpu0 := time.Now(), processCPU()
+		t0, cpu0 := time.Now(), watch.ProcessCPU()
 		records[i], runErrs[i] = c.run(ctx, env, o)
 		o.step(r, "%s (%s): %d statements in %s (this process, watch's CPU included: %s)", c.name, c.client,
-			len(statementRecords(records[i])), time.Since(t0).Round(time.Millisecond), (processCPU() - cpu0).Round(time.Millisecond))
+			len(statementRecords(records[i])), time.Since(t0).Round(time.Millisecond), (watch.ProcessCPU() - cpu0).Round(time.Millisecond))
 		if ctx.Err() != nil {
 			s.stop()
 			return nil, nil, ctx.Err()
@@ -813,17 +812,6 @@ func ownLine(o watch.OwnCost) string {
 		line += fmt.Sprintf("; %s 1 in %d (window at %.2f%%)", time.UnixMicro(st.AtUS).Format("15:04:05.000"), st.Sample, 100*st.CPUShare)
 	}
 	return line
-}
-
-// processCPU is the CPU this process used so far (user + system): watch
-// runs in it, so a condition's share of it is mostly what the condition
-// cost watch.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // budgetCut describes the join sample's cuts the governor recorded ("":

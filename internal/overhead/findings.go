@@ -23,7 +23,7 @@ var fixes = map[string]string{
 func Findings(res *Result) []event.Finding {
 	var out []event.Finding
 	for _, r := range res.Table {
-		if r.AboveNoise != VerdictYes || r.Ratio >= 1 {
+		if x, _, _ := r.Decided(); r.AboveNoise != VerdictYes || x >= 1 {
 			continue
 		}
 		out = append(out, costFinding(res, r))
@@ -32,23 +32,28 @@ func Findings(res *Result) []event.Finding {
 }
 
 func costFinding(res *Result, r Row) event.Finding {
+	x, lo, hi := r.Decided()
 	sev := event.SeverityInfo
-	if r.RatioHigh < 0.9 {
+	if hi < 0.9 {
 		sev = event.SeverityWarning // at least 10% of throughput, surely
 	}
-	return event.Finding{
-		Code:     diagnose.CodeInstrumentationCost,
-		Severity: sev,
-		Summary: fmt.Sprintf("%s costs %.0f%% of throughput against %s (x%.2f, 95%% interval x%.2f–x%.2f over %d paired rounds)",
-			r.Config, (1-r.Ratio)*100, res.Baseline, r.Ratio, r.RatioLow, r.RatioHigh, r.Pairs),
-		Evidence: map[string]any{
-			"config": r.Config, "baseline": res.Baseline, "ratio": r.Ratio, "ratio_low": r.RatioLow, "ratio_high": r.RatioHigh,
-			"pairs": r.Pairs, "tps_median": r.TPS, "baseline_tps_median": baselineTPS(res), "driver": res.Driver,
-			"threads": res.Threads, "tables": res.Tables, "table_size": res.TableSize, "round_s": res.Duration.Seconds(),
-			"method": Method,
-		},
-		Fix: fixes[r.Config],
+	summary := fmt.Sprintf("%s costs %.0f%% of throughput against %s (x%.2f, 95%% interval x%.2f–x%.2f over %d paired rounds)",
+		r.Config, (1-x)*100, res.Baseline, x, lo, hi, r.Pairs)
+	if r.VerdictOn == VerdictOnCapacity {
+		summary = fmt.Sprintf("%s costs %.0f%% of a CPU-bound server's throughput against %s: x%.2f transactions per CPU second "+
+			"(95%% interval x%.2f–x%.2f over %d paired rounds; TPS on this host x%.2f, x%.2f–x%.2f)",
+			r.Config, (1-x)*100, res.Baseline, x, lo, hi, r.Pairs, r.Ratio, r.RatioLow, r.RatioHigh)
 	}
+	ev := map[string]any{
+		"config": r.Config, "baseline": res.Baseline, "ratio": r.Ratio, "ratio_low": r.RatioLow, "ratio_high": r.RatioHigh,
+		"pairs": r.Pairs, "tps_median": r.TPS, "baseline_tps_median": baselineTPS(res), "driver": res.Driver,
+		"threads": res.Threads, "tables": res.Tables, "table_size": res.TableSize, "round_s": res.Duration.Seconds(),
+		"applied": r.Applied, "verdict_on": r.VerdictOn, "method": Method,
+	}
+	if r.Capacity > 0 {
+		ev["capacity"], ev["capacity_low"], ev["capacity_high"], ev["cpu_per_tx_ms"] = r.Capacity, r.CapacityLow, r.CapacityHigh, r.CPUPerTxMS
+	}
+	return event.Finding{Code: diagnose.CodeInstrumentationCost, Severity: sev, Summary: summary, Evidence: ev, Fix: fixes[r.Config]}
 }
 
 func baselineTPS(res *Result) float64 {

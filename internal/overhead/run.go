@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/sandbox"
+	"github.com/gapscope/gapscope/internal/watch"
 	"github.com/gapscope/gapscope/internal/workload"
 	"github.com/go-sql-driver/mysql"
 )
@@ -46,7 +48,8 @@ type Options struct {
 	// Rounds is the rotations every configuration runs (default 3).
 	// Rotations are then added while a row is undecided (its interval
 	// neither excludes 1.0 nor lies within Resolution of it), with the
-	// decided rows left out, as long as the next rotation fits in
+	// decided rows left out, and those that could not be decided in the
+	// time left (leaveOutHopeless), as long as the next rotation fits in
 	// TimeLimit (measured from the first round; default 5 minutes,
 	// negative: no rotations added). Duration of each measured round
 	// (default 20 s); Warmup runs the workload unmeasured after each
@@ -322,7 +325,11 @@ func (s *session) rotate(ctx context.Context, res *Result, started time.Time) er
 	step := 0
 	for r := 0; ; r++ {
 		if r >= s.opts.Rounds {
-			active = undecided(Summarize(res.Rounds, names, s.opts.Resolution), active)
+			table := Summarize(res.Rounds, names, s.opts.Resolution)
+			active = undecided(table, active)
+			if s.opts.TimeLimit > 0 {
+				active = s.leaveOutHopeless(table, active, s.opts.TimeLimit-time.Since(started), took, r)
+			}
 			if len(active) < 2 || s.opts.TimeLimit < 0 || time.Since(started)+rotationTime(took, active) > s.opts.TimeLimit {
 				return nil
 			}
@@ -368,6 +375,52 @@ func undecided(table []Row, active []int) []int {
 		}
 	}
 	return out
+}
+
+// leaveOutHopeless drops from active the rows that could not be decided in
+// the time left even if they ran alone with the baseline and their ratio
+// and spread held (PairsToDecide), and notes each: rotations are then spent
+// on the rows that can be decided. Undecided at the end, such a row says so
+// with its interval as any other.
+func (s *session) leaveOutHopeless(table []Row, active []int, left time.Duration, took []time.Duration, r int) []int {
+	out := []int{0}
+	for _, i := range active[1:] {
+		per := took[0] + took[i]
+		more := 0
+		if per > 0 {
+			more = int(left / per)
+		}
+		if need := PairsToDecide(table[i], s.opts.Resolution, more); need < 0 {
+			_, lo, hi := table[i].Decided()
+			s.note("%s: left out after rotation %d: at its spread (x%.3f–x%.3f over %d pairs) it would need more pairs than the %d the time left allows",
+				table[i].Config, r, lo, hi, table[i].Pairs, table[i].Pairs+more)
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// PairsToDecide is how many pairs row would need for a verdict if its
+// ratio and the spread of its pairs stayed as they are, trying up to more
+// pairs beyond those it has; -1 when that is not enough (or 0 with no
+// spread to go by: the row keeps its rotations). The spread is recovered
+// from the row's 95% interval.
+func PairsToDecide(row Row, resolution float64, more int) int {
+	x, lo, hi := row.Decided()
+	n := row.Pairs
+	if n < 2 || lo <= 0 || hi <= lo || x <= 0 {
+		return 0
+	}
+	m := math.Log(x)
+	sd := (math.Log(hi) - math.Log(lo)) / 2 * math.Sqrt(float64(n)) / TQuantile975(n-1)
+	for k := n + 1; k <= n+more; k++ {
+		h := TQuantile975(k-1) * sd / math.Sqrt(float64(k))
+		if Verdict(math.Exp(m-h), math.Exp(m+h), k, resolution) != VerdictUnknown {
+			return k
+		}
+	}
+	return -1
 }
 
 // rotationTime estimates a rotation of the active configurations from
@@ -424,9 +477,15 @@ func (s *session) round(ctx context.Context, index, pos int, c Config) (Round, e
 		}
 	}
 	start := time.Now()
+	cpu0, cpuOK := s.cpu()
 	m, err := s.workload(ctx, s.opts.Duration)
 	if err != nil {
 		return Round{}, err
+	}
+	cpu1, cpuOK1 := s.cpu()
+	var perTx time.Duration
+	if cpuOK && cpuOK1 && m.Transactions > 0 {
+		perTx = (cpu1 - cpu0) / time.Duration(m.Transactions)
 	}
 	if !startup {
 		if err := c.Restore(ctx, s); err != nil {
@@ -436,7 +495,23 @@ func (s *session) round(ctx context.Context, index, pos int, c Config) (Round, e
 	}
 	return Round{Config: c.Name, Position: pos, Index: index, StartUS: start.UnixMicro(), TPS: m.TPS, QPS: m.QPS,
 		LatAvg: m.Latency.Avg, LatP95: m.Latency.P95, Errors: m.Errors,
-		Applied: applied, Understates: len(c.Startup) > 0 && !startup}, nil
+		Applied: applied, Understates: len(c.Startup) > 0 && !startup, CPUPerTx: perTx}, nil
+}
+
+// cpu is the CPU time the sandbox's server and this process (gapscope and
+// its watch: what runs on a database host) used so far; false on a server
+// that is not a sandbox, whose CPU gapscope cannot read. sysbench, the
+// application, is left out; the builtin workload runs in this process and
+// is counted (it dilutes the ratios: the method says so).
+func (s *session) cpu() (time.Duration, bool) {
+	if s.opts.Sandbox == nil {
+		return 0, false
+	}
+	server, err := s.opts.Sandbox.CPU()
+	if err != nil {
+		return 0, false
+	}
+	return server + watch.ProcessCPU(), true
 }
 
 // workload runs the OLTP load for d on fresh connections (settings such as

@@ -27,6 +27,12 @@ type Round struct {
 	// only be applied at runtime (a server gapscope may not restart).
 	Applied     string `json:"applied,omitempty"`
 	Understates bool   `json:"understates,omitempty"`
+	// CPUPerTx is the CPU time (user + system) the server and gapscope's
+	// process (its watch, and the builtin workload, which runs in it) used
+	// per transaction during the round: what runs on a database host;
+	// sysbench is left out. 0 when the server's CPU could not be read (a
+	// server that is not a sandbox).
+	CPUPerTx time.Duration `json:"cpu_per_tx_ns,omitempty"`
 }
 
 // How a round's setting was put in place (Round.Applied).
@@ -62,6 +68,20 @@ type Row struct {
 	Pairs     int     `json:"pairs"`
 	// AboveNoise is one of the Verdict constants.
 	AboveNoise string `json:"above_noise"`
+	// Capacity is the geometric mean of the paired ratios of transactions
+	// per CPU second (Round.CPUPerTx), config/baseline, and
+	// [CapacityLow, CapacityHigh] its 95% interval: the share of a
+	// CPU-bound server's throughput the setting leaves. Other load on the
+	// host moves TPS a lot and CPU per transaction little, so where every
+	// pair has it the verdict is decided on it (VerdictOn). 0 when the
+	// CPU was not measured; CPUPerTxMS is the median.
+	CPUPerTxMS   float64 `json:"cpu_per_tx_ms,omitempty"`
+	Capacity     float64 `json:"capacity,omitempty"`
+	CapacityLow  float64 `json:"capacity_low,omitempty"`
+	CapacityHigh float64 `json:"capacity_high,omitempty"`
+	// VerdictOn names the interval AboveNoise was decided on:
+	// VerdictOnCapacity or VerdictOnTPS.
+	VerdictOn string `json:"verdict_on,omitempty"`
 	// Applied and Understates are the rounds' (Round.Applied).
 	Applied     string `json:"applied,omitempty"`
 	Understates bool   `json:"understates,omitempty"`
@@ -75,9 +95,28 @@ type Row struct {
 }
 
 // Method says how Summarize computes the interval, for output beside it.
-const Method = "paired rounds: ratio TPS(config)/TPS(baseline) per rotation; 95% Student t-interval on the mean log ratio " +
-	"(geometric mean ratio, exp(mean ± t·sd/√n)); above noise when the interval excludes 1.0, 'no' when it lies within " +
-	"±resolution of 1.0, else noise too high to tell; rotations are added (decided rows left out) while a row is undecided, up to the time limit"
+const Method = "paired rounds: ratio TPS(config)/TPS(baseline) per rotation, and capacity: the same ratio of transactions per CPU " +
+	"second of the server and gapscope's process (measured on a sandbox; the builtin workload runs in that process and dilutes it, " +
+	"sysbench does not); 95% Student t-interval on the mean log ratio " +
+	"(geometric mean ratio, exp(mean ± t·sd/√n)); the verdict is decided on capacity where every pair has it (other load on " +
+	"the host moves TPS, not CPU per transaction), else on TPS: above noise when the interval excludes 1.0, 'no' when it lies within " +
+	"±resolution of 1.0, else noise too high to tell; rotations are added while a row is undecided, up to the time limit, leaving out " +
+	"decided rows and rows that could not be decided in the time left at their spread"
+
+// What Row.AboveNoise was decided on (Row.VerdictOn).
+const (
+	VerdictOnCapacity = "capacity"
+	VerdictOnTPS      = "tps"
+)
+
+// Decided returns the ratio and interval the row's verdict was decided on:
+// capacity, or TPS.
+func (r Row) Decided() (ratio, low, high float64) {
+	if r.VerdictOn == VerdictOnCapacity {
+		return r.Capacity, r.CapacityLow, r.CapacityHigh
+	}
+	return r.Ratio, r.RatioLow, r.RatioHigh
+}
 
 // DefaultResolution is the smallest change worth telling apart (5%): an
 // interval around 1.0 narrower than this says "no"; a wider one cannot
@@ -97,13 +136,23 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 		r := describe(name, mine)
 		if i == 0 {
 			r.Ratio, r.RatioLow, r.RatioHigh, r.AboveNoise = 1, 1, 1, VerdictBaseline
+			if r.CPUPerTxMS > 0 {
+				r.Capacity, r.CapacityLow, r.CapacityHigh = 1, 1, 1
+			}
 			r.Pairs = len(mine)
 		} else {
 			base := roundsOf(rounds, configs[0])
 			ratios := pairedRatios(base, mine, func(x Round) float64 { return x.TPS })
 			r.Pairs = len(ratios)
 			r.Ratio, r.RatioLow, r.RatioHigh = RatioInterval(ratios)
-			r.AboveNoise = Verdict(r.RatioLow, r.RatioHigh, len(ratios), resolution)
+			r.AboveNoise, r.VerdictOn = Verdict(r.RatioLow, r.RatioHigh, len(ratios), resolution), VerdictOnTPS
+			capacity := pairedRatios(base, mine, txPerCPUSecond)
+			if len(capacity) > 0 {
+				r.Capacity, r.CapacityLow, r.CapacityHigh = RatioInterval(capacity)
+			}
+			if len(capacity) == len(ratios) && len(capacity) >= 2 {
+				r.AboveNoise, r.VerdictOn = Verdict(r.CapacityLow, r.CapacityHigh, len(capacity), resolution), VerdictOnCapacity
+			}
 			b := describe(configs[0], base)
 			r.LatAvgLowMS, r.LatAvgHighMS = latencyInterval(base, mine, b.LatAvgMS, func(x Round) float64 { return ms(x.LatAvg) })
 			r.LatP95LowMS, r.LatP95HighMS = latencyInterval(base, mine, b.LatP95MS, func(x Round) float64 { return ms(x.LatP95) })
@@ -111,6 +160,15 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// txPerCPUSecond is a round's transactions per CPU second (0 when its CPU
+// was not measured).
+func txPerCPUSecond(x Round) float64 {
+	if x.CPUPerTx <= 0 {
+		return 0
+	}
+	return float64(time.Second) / float64(x.CPUPerTx)
 }
 
 func roundsOf(rounds []Round, name string) []Round {
@@ -130,11 +188,15 @@ func describe(name string, rs []Round) Row {
 		return r
 	}
 	tps, qps, avg, p95 := make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs)), make([]float64, len(rs))
+	var cpu []float64
 	for i, x := range rs {
 		tps[i], qps[i] = x.TPS, x.QPS
 		avg[i], p95[i] = ms(x.LatAvg), ms(x.LatP95)
+		if x.CPUPerTx > 0 {
+			cpu = append(cpu, ms(x.CPUPerTx))
+		}
 	}
-	r.TPS, r.QPS, r.LatAvgMS, r.LatP95MS = median(tps), median(qps), median(avg), median(p95)
+	r.TPS, r.QPS, r.LatAvgMS, r.LatP95MS, r.CPUPerTxMS = median(tps), median(qps), median(avg), median(p95), median(cpu)
 	r.TPSMin, r.TPSMax = slices.Min(tps), slices.Max(tps)
 	r.Applied, r.Understates = rs[0].Applied, rs[0].Understates
 	return r

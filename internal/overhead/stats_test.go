@@ -2,6 +2,7 @@ package overhead
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -207,5 +208,67 @@ func TestFindingsOnlyForCostsAboveNoise(t *testing.T) {
 	}
 	if r := f[0].Evidence["ratio"].(float64); r > 0.72 || r < 0.70 {
 		t.Fatalf("evidence ratio %v", r)
+	}
+}
+
+// TestCapacityDecidesWhereCPUIsMeasured: on a shared host TPS swings with
+// other load while CPU per transaction holds; where every pair has its CPU
+// the verdict is decided on transactions per CPU second, and the finding
+// says so with both intervals. Rounds without CPU (a server that is not a
+// sandbox, or a store written before CPU was measured) fall back to TPS.
+func TestCapacityDecidesWhereCPUIsMeasured(t *testing.T) {
+	names := []string{"ps-off", "ps-all"}
+	tps := [][]float64{{2000, 1100, 1700, 900}, {1400, 1500, 1000, 1000}}       // x0.70-x1.36: undecided
+	cpu := [][]time.Duration{{1000, 1010, 990, 1005}, {1120, 1130, 1110, 1135}} // µs per transaction: x0.89
+	with := rotation(names, tps)
+	for i := range with {
+		with[i].CPUPerTx = cpu[with[i].Position][with[i].Index] * time.Microsecond
+	}
+	rows := Summarize(with, names, 0.05)
+	r := rows[1]
+	if r.VerdictOn != VerdictOnCapacity || r.AboveNoise != VerdictYes || !near(r.Capacity, 0.89, 0.01) || r.CapacityHigh >= 0.92 || r.CPUPerTxMS != 1.125 {
+		t.Fatalf("with CPU: %+v", r)
+	}
+	if rows[0].Capacity != 1 || rows[0].CPUPerTxMS != 1.0025 {
+		t.Errorf("baseline row %+v", rows[0])
+	}
+	if _, lo, _ := RatioInterval([]float64{1.4 / 2, 1.5 / 1.1, 1 / 1.7, 1 / 0.9}); r.RatioLow != lo {
+		t.Errorf("TPS interval x%.3f–x%.3f, want it kept beside capacity (low %.3f)", r.RatioLow, r.RatioHigh, lo)
+	}
+	f := Findings(&Result{Baseline: "ps-off", Table: rows})
+	if len(f) != 1 || f[0].Evidence["verdict_on"] != VerdictOnCapacity || f[0].Evidence["capacity"] != r.Capacity ||
+		!strings.Contains(f[0].Summary, "transactions per CPU second") {
+		t.Fatalf("findings %+v", f)
+	}
+	rows = Summarize(rotation(names, tps), names, 0.05)
+	if rows[1].VerdictOn != VerdictOnTPS || rows[1].AboveNoise != VerdictUnknown || rows[1].Capacity != 0 {
+		t.Errorf("without CPU: %+v", rows[1])
+	}
+}
+
+// TestPairsToDecide: a clear cost with a moderate spread needs a few more
+// pairs; a ratio near 1 with the same spread needs more than a short run
+// has, and is reported hopeless; a row without a spread keeps running.
+func TestPairsToDecide(t *testing.T) {
+	// x0.929 [x0.849–x1.016] over 5 pairs (lab run, ps-all): sd of the log
+	// ratios 0.072, decided at 7 pairs if they hold.
+	cost := Row{Config: "ps-all", Pairs: 5, Ratio: 0.929, RatioLow: 0.849, RatioHigh: 1.016, VerdictOn: VerdictOnTPS}
+	if got := PairsToDecide(cost, 0.05, 10); got != 7 {
+		t.Errorf("cost: %d pairs, want 7", got)
+	}
+	if got := PairsToDecide(cost, 0.05, 1); got != -1 {
+		t.Errorf("cost with one more pair: %d, want -1", got)
+	}
+	// x0.998 [x0.915–x1.090] over 5 pairs (ps-default): 'no' needs the
+	// interval within ±5%, about 10 pairs.
+	flat := Row{Config: "ps-default", Pairs: 5, Capacity: 0.998, CapacityLow: 0.915, CapacityHigh: 1.090, VerdictOn: VerdictOnCapacity}
+	if got := PairsToDecide(flat, 0.05, 3); got != -1 {
+		t.Errorf("flat within 3 more: %d, want -1", got)
+	}
+	if got := PairsToDecide(flat, 0.05, 20); got < 9 || got > 12 {
+		t.Errorf("flat: %d pairs, want about 10", got)
+	}
+	if got := PairsToDecide(Row{Pairs: 1, Ratio: 0.9}, 0.05, 5); got != 0 {
+		t.Errorf("one pair: %d, want 0 (no spread to go by)", got)
 	}
 }

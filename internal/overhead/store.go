@@ -25,7 +25,8 @@ func TableFromStore(rows []store.OverheadRow, resolution float64) []Row {
 		}
 		configs[r.Position] = r.Config
 		rounds = append(rounds, Round{Config: r.Config, Position: r.Position, Index: r.Round, TPS: r.TPS, QPS: r.QPS,
-			LatAvg: time.Duration(r.LatAvgUS) * time.Microsecond, LatP95: time.Duration(r.LatP95US) * time.Microsecond, Errors: r.Errors})
+			LatAvg: time.Duration(r.LatAvgUS) * time.Microsecond, LatP95: time.Duration(r.LatP95US) * time.Microsecond, Errors: r.Errors,
+			CPUPerTx: time.Duration(r.CPUPerTxNS)})
 	}
 	return Summarize(rounds, configs, resolution)
 }
@@ -68,7 +69,7 @@ func (r *Recorder) Add(x Round) error {
 	}
 	return r.rec.Store().AddOverhead(context.Background(), store.OverheadRow{RunID: r.rec.Run(), TimeUS: x.StartUS, Config: x.Config,
 		Position: x.Position, Round: x.Index, TPS: x.TPS, QPS: x.QPS, LatAvgUS: x.LatAvg.Microseconds(),
-		LatP95US: x.LatP95.Microseconds(), Errors: x.Errors})
+		LatP95US: x.LatP95.Microseconds(), Errors: x.Errors, CPUPerTxNS: x.CPUPerTx.Nanoseconds()})
 }
 
 // Close ends the run with the result's notes. A failure to end it loses

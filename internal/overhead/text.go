@@ -54,20 +54,23 @@ func (res *Result) WriteText(w io.Writer) error {
 		res.Driver, res.Tables, res.TableSize, res.Threads, res.Duration, res.Warmup, roundsRange(res))
 	fmt.Fprintf(w, "server %s%s\n\n", res.Server, map[bool]string{true: " (gapscope sandbox)", false: ""}[res.Sandbox])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "config\tapplied\tTPS median\tmin–max\tratio\t95% interval\tavg ms\t95% interval\tp95 ms\t95% interval\tabove noise\t")
+	fmt.Fprintln(tw, "config\tapplied\tTPS median\tmin–max\tratio\t95% interval\tCPU ms/tx\tcapacity\t95% interval\tavg ms\t95% interval\tp95 ms\t95% interval\tabove noise\t")
 	for _, r := range res.Table {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f–%.0f\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t\n", r.Config, applied(r), r.TPS, r.TPSMin, r.TPSMax,
-			ratio(r), interval(r), r.LatAvgMS, msInterval(r, r.LatAvgLowMS, r.LatAvgHighMS), r.LatP95MS, msInterval(r, r.LatP95LowMS, r.LatP95HighMS), r.AboveNoise)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f–%.0f\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t\n", r.Config, applied(r), r.TPS, r.TPSMin, r.TPSMax,
+			ratio(r.Rounds, r.Ratio), interval(r, r.RatioLow, r.RatioHigh), cpuMS(r), ratio(r.Rounds, r.Capacity), interval(r, r.CapacityLow, r.CapacityHigh),
+			r.LatAvgMS, msInterval(r, r.LatAvgLowMS, r.LatAvgHighMS), r.LatP95MS, msInterval(r, r.LatP95LowMS, r.LatP95HighMS), verdictText(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\napplied: startup = in place from the server's start (sandbox restarted with the options, same data directory, preload and warm-up); "+
 		"runtime = set on the running server; runtime* = a startup setting that could only be set at runtime here: it understates\n")
-	fmt.Fprintf(w, "ratio: to %s, paired by rotation; %s\n", res.Baseline, Method)
+	fmt.Fprintf(w, "ratio: TPS to %s; capacity: transactions per CPU second to %s (CPU ms/tx: the server and gapscope's process); "+
+		"above noise (by capacity) or (by TPS): the interval the verdict was decided on; %s\n", res.Baseline, res.Baseline, Method)
 	for _, r := range res.Table {
 		if r.AboveNoise == VerdictUnknown && r.Pairs >= 2 {
-			fmt.Fprintf(w, "undecided: %s after %d pairs (interval x%.3f–x%.3f), the time limit %s reached\n", r.Config, r.Pairs, r.RatioLow, r.RatioHigh, res.TimeLimit)
+			_, lo, hi := r.Decided()
+			fmt.Fprintf(w, "undecided: %s after %d pairs (%s interval x%.3f–x%.3f), the time limit %s reached\n", r.Config, r.Pairs, r.VerdictOn, lo, hi, res.TimeLimit)
 		}
 	}
 	for _, n := range res.Notes {
@@ -102,21 +105,36 @@ func applied(r Row) string {
 	return r.Applied
 }
 
-func ratio(r Row) string {
-	if r.Rounds == 0 || r.Ratio == 0 {
+func ratio(rounds int, v float64) string {
+	if rounds == 0 || v == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("x%.3f", r.Ratio)
+	return fmt.Sprintf("x%.3f", v)
 }
 
-func interval(r Row) string {
+func interval(r Row, low, high float64) string {
 	switch {
 	case r.AboveNoise == VerdictBaseline:
 		return "baseline"
-	case r.RatioLow == 0:
+	case low == 0:
 		return "-"
 	}
-	return fmt.Sprintf("x%.3f–x%.3f", r.RatioLow, r.RatioHigh)
+	return fmt.Sprintf("x%.3f–x%.3f", low, high)
+}
+
+func cpuMS(r Row) string {
+	if r.CPUPerTxMS == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", r.CPUPerTxMS)
+}
+
+// verdictText is the verdict with what it was decided on.
+func verdictText(r Row) string {
+	if r.AboveNoise == VerdictBaseline || r.VerdictOn == "" {
+		return r.AboveNoise
+	}
+	return fmt.Sprintf("%s (by %s)", r.AboveNoise, map[string]string{VerdictOnCapacity: "capacity", VerdictOnTPS: "TPS"}[r.VerdictOn])
 }
 
 func msInterval(r Row, lo, hi float64) string {
@@ -139,7 +157,8 @@ func ProgressLine(p Progress) string {
 			if v == VerdictUnknown {
 				v = "undecided"
 			}
-			fmt.Fprintf(&b, " %s x%.3f [x%.3f–x%.3f] %s;", r.Config, r.Ratio, r.RatioLow, r.RatioHigh, v)
+			x, lo, hi := r.Decided()
+			fmt.Fprintf(&b, " %s %s x%.3f [x%.3f–x%.3f] %s;", r.Config, r.VerdictOn, x, lo, hi, v)
 		}
 		fmt.Fprintf(&b, " (elapsed %s of %s)", p.Elapsed.Round(1e9), p.Limit)
 		return b.String()
@@ -148,6 +167,9 @@ func ProgressLine(p Progress) string {
 	if p.Last != nil {
 		fmt.Fprintf(&b, " (%s): %.0f TPS, avg %.2f ms, p95 %.2f ms", applied(Row{Applied: p.Last.Applied, Understates: p.Last.Understates}),
 			p.Last.TPS, ms(p.Last.LatAvg), ms(p.Last.LatP95))
+		if p.Last.CPUPerTx > 0 {
+			fmt.Fprintf(&b, ", CPU %.3f ms/tx", ms(p.Last.CPUPerTx))
+		}
 	} else {
 		b.WriteString(" ...")
 	}

@@ -20,13 +20,15 @@ type OverheadRow struct {
 	LatAvgUS int64   `json:"lat_avg_us"`
 	LatP95US int64   `json:"lat_p95_us"`
 	Errors   int64   `json:"errors"`
+	// CPUPerTxNS is the round's CPU per transaction (0: not measured).
+	CPUPerTxNS int64 `json:"cpu_per_tx_ns"`
 }
 
 // AddOverhead stores one round (one every few seconds at most: no batching).
 func (s *Store) AddOverhead(ctx context.Context, r OverheadRow) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO overhead (run_id, t_us, config, position, round, tps, qps, lat_avg_us,
- lat_p95_us, errors) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		r.RunID, r.TimeUS, r.Config, r.Position, r.Round, r.TPS, r.QPS, r.LatAvgUS, r.LatP95US, r.Errors)
+ lat_p95_us, errors, cpu_per_tx_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		r.RunID, r.TimeUS, r.Config, r.Position, r.Round, r.TPS, r.QPS, r.LatAvgUS, r.LatP95US, r.Errors, r.CPUPerTxNS)
 	if err != nil {
 		return fmt.Errorf("storing overhead round: %w", err)
 	}
@@ -42,7 +44,7 @@ func (s *Store) OverheadRows(ctx context.Context, runID int64) ([]OverheadRow, e
 		}
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT run_id, t_us, config, position, round, tps, qps, lat_avg_us, lat_p95_us,
- errors FROM overhead WHERE run_id = ? ORDER BY round, position, id`, runID)
+ errors, cpu_per_tx_ns FROM overhead WHERE run_id = ? ORDER BY round, position, id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("reading overhead rounds: %w", err)
 	}
@@ -51,7 +53,7 @@ func (s *Store) OverheadRows(ctx context.Context, runID int64) ([]OverheadRow, e
 	for rows.Next() {
 		var r OverheadRow
 		if err := rows.Scan(&r.RunID, &r.TimeUS, &r.Config, &r.Position, &r.Round, &r.TPS, &r.QPS, &r.LatAvgUS,
-			&r.LatP95US, &r.Errors); err != nil {
+			&r.LatP95US, &r.Errors, &r.CPUPerTxNS); err != nil {
 			return nil, fmt.Errorf("reading overhead rounds: %w", err)
 		}
 		out = append(out, r)

@@ -19,8 +19,8 @@ func TestOverheadRoundTrip(t *testing.T) {
 	s.AddOverhead(ctx, OverheadRow{RunID: old, Config: "ps-off", TPS: 1})
 	// Stored out of order: the reader returns rotation order.
 	want := []OverheadRow{
-		{RunID: run, TimeUS: 10, Config: "ps-off", Position: 0, Round: 0, TPS: 1982.5, QPS: 39650, LatAvgUS: 2017, LatP95US: 3500},
-		{RunID: run, TimeUS: 20, Config: "ps-all", Position: 1, Round: 0, TPS: 1400.25, QPS: 28005, LatAvgUS: 2856, LatP95US: 4900, Errors: 3},
+		{RunID: run, TimeUS: 10, Config: "ps-off", Position: 0, Round: 0, TPS: 1982.5, QPS: 39650, LatAvgUS: 2017, LatP95US: 3500, CPUPerTxNS: 951_000},
+		{RunID: run, TimeUS: 20, Config: "ps-all", Position: 1, Round: 0, TPS: 1400.25, QPS: 28005, LatAvgUS: 2856, LatP95US: 4900, Errors: 3, CPUPerTxNS: 1_073_000},
 		{RunID: run, TimeUS: 30, Config: "ps-off", Position: 0, Round: 1, TPS: 1990, QPS: 39800, LatAvgUS: 2010, LatP95US: 3400},
 		{RunID: run, TimeUS: 40, Config: "ps-all", Position: 1, Round: 1, TPS: 1390, QPS: 27800, LatAvgUS: 2877, LatP95US: 5000},
 	}

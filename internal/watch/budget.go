@@ -39,8 +39,10 @@ type OwnCost struct {
 	AppConns    *int `json:"app_conns,omitempty"`
 }
 
-// ownCPU is the CPU time this process used so far (user + system).
-func ownCPU() time.Duration {
+// ProcessCPU is the CPU time this process used so far (user + system):
+// watch's own cost when it runs alone, and gapscope's part of a
+// measurement's CPU (overhead's rounds) when it runs in-process.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -154,7 +154,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		runCtx, stop = context.WithTimeout(ctx, e.opts.Duration)
 	}
 	defer stop()
-	started, startCPU := time.Now(), ownCPU()
+	started, startCPU := time.Now(), ProcessCPU()
 	capDone := e.startCapture(runCtx)
 	pollDone := e.poll.start(runCtx)
 	plansDone := e.startPlans(runCtx)
@@ -259,7 +259,7 @@ func (e *engine) newJoinSample() *joinSample {
 		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
 		return newJoinSample(capture.Sample{N: e.opts.Sample}, nil, e.own)
 	case e.opts.CPUBudget > 0 && e.readsRows:
-		return newJoinSample(capture.All, newGovernor(e.opts.CPUBudget, time.Now(), ownCPU()), e.own)
+		return newJoinSample(capture.All, newGovernor(e.opts.CPUBudget, time.Now(), ProcessCPU()), e.own)
 	}
 	return newJoinSample(capture.All, nil, e.own)
 }
@@ -476,7 +476,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 // result assembles the run's Result; the poller's goroutine has ended.
 func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Duration) *Result {
 	elapsed := time.Since(started)
-	own := e.ownCost(elapsed, ownCPU()-startCPU)
+	own := e.ownCost(elapsed, ProcessCPU()-startCPU)
 	if g := e.sample.gov; g != nil {
 		if n := g.note(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
 			e.notes.add("%s", n)

@@ -469,7 +469,7 @@ func (p *poller) pollSlow(ctx context.Context) {
 		}
 	}
 	p.mapExistingConns(ctx) // the connections the governor's estimates count
-	if p.sample.govern(time.Now(), ownCPU(), p.queryRate) {
+	if p.sample.govern(time.Now(), ProcessCPU(), p.queryRate) {
 		p.joiner.SetPartial(p.sample.on())
 	}
 	_ = p.sockets.poll() // a failed read keeps the earlier ones

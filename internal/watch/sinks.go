@@ -91,7 +91,7 @@ func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
 	snap.Flavor, snap.Version = e.side.flavor, e.side.version
 	snap.Health.RingLost = e.side.server.RingLost
 	e.side.serverM.Unlock()
-	snap.Health.CPUSeconds = ownCPU().Seconds()
+	snap.Health.CPUSeconds = ProcessCPU().Seconds()
 	snap.Health.Following = e.followingNote() // the join sample's, as the terminal shows
 	return snap
 }
