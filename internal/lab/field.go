@@ -420,7 +420,7 @@ func (f *fieldSink) all() []event.Statement {
 // slowest (a SLEEP beside SELECT CONNECTION_ID()).
 func matchEvent(events []event.Statement, rec ClientRecord, used map[int]bool) int {
 	const slackUS = 2000
-	best := -1
+	best, nearest := -1, -1
 	for k, s := range events {
 		// A server-only event without its connection's id is still the
 		// client's statement by time and text (the judge says the id is
@@ -434,19 +434,30 @@ func matchEvent(events []event.Statement, rec ClientRecord, used map[int]bool) i
 		}
 		text := strings.ToUpper(s.SQL + " " + s.DigestText)
 		if rec.Match == "" || strings.Contains(text, rec.Match) {
-			used[k] = true
-			return k
+			// The nearest to the client's start: a connection's statements
+			// of one text are emitted in the order they were given up or
+			// joined, and a client stalled between two of them puts the
+			// next one inside its window's slack.
+			if nearest < 0 || abs(s.TReqFirst-rec.StartUS) < abs(events[nearest].TReqFirst-rec.StartUS) {
+				nearest = k
+			}
+			continue
 		}
 		if s.Cmd == tlsCmd && strings.TrimSpace(text) == "" && s.HasResponse() &&
 			(best < 0 || s.ClientUS > events[best].ClientUS) {
 			best = k
 		}
 	}
+	if nearest >= 0 {
+		best = nearest
+	}
 	if best >= 0 {
 		used[best] = true
 	}
 	return best
 }
+
+func abs(x int64) int64 { return max(x, -x) }
 
 // tlsCmd is the command of an encrypted statement (capture cannot read it).
 const tlsCmd = "TLS"

@@ -178,10 +178,3 @@ func TestSlowClientLab(t *testing.T) {
 		t.Errorf("kernel_rwnd_limited_us = %v, want between half the %d µs sleep and the sleep", ev["kernel_rwnd_limited_us"], sleep)
 	}
 }
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
