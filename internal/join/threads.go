@@ -43,7 +43,7 @@ type threadIDs struct {
 	// shifted is connOfRows' buffer of rows on the capture's clock.
 	shifted []collect.ServerStatement
 	// undecided is attributeAnon's buffer of the groups it retries.
-	undecided [][2]int
+	undecided []undecidedGroup
 	// texts is connOfRows' buffer of the rows' text hashes.
 	texts []uint64
 	// partial: only a join sample's connections hand their statements in
@@ -89,6 +89,13 @@ func (t *threadIDs) expire(cutoff int64) (dropped int) {
 func (t *threadIDs) reset() {
 	clear(t.threads)
 	t.ids = idOffset{}
+}
+
+// undecidedGroup is an ended thread's rows, kept[lo:hi] in attributeAnon,
+// that no connection took yet.
+type undecidedGroup struct {
+	lo, hi int
+	taken  bool
 }
 
 // anonRow is a server row of an ended thread waiting for its connection.
@@ -138,7 +145,7 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 				continue
 			}
 			if id = j.connOfRows(group); id == 0 {
-				undecided = append(undecided, [2]int{len(kept), len(kept) + len(group)})
+				undecided = append(undecided, undecidedGroup{lo: len(kept), hi: len(kept) + len(group)})
 				kept = append(kept, group...)
 				continue
 			}
@@ -153,37 +160,30 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 	// then fits the one the others did not take.
 	for round, progress := 0, true; round < 3 && progress && len(undecided) > 0; round++ {
 		progress = false
-		for k, g := range undecided {
-			group := kept[g[0]:g[1]]
-			if g[0] == g[1] {
-				continue // taken in an earlier round
+		for k := range undecided {
+			g := &undecided[k]
+			if g.taken {
+				continue
 			}
+			group := kept[g.lo:g.hi]
 			id := j.connOfRows(group)
 			if id == 0 {
 				continue
 			}
 			j.attributed(group[0].r.ThreadID, id)
 			touched = j.assignRows(group, id, touched)
-			undecided[k][1] = g[0]
-			progress = true
+			g.taken, progress = true, true
 		}
 	}
-	out := kept[:0]
-	next := 0 // the next undecided range, ranges in order
-	for i := 0; i < len(kept); {
-		if next < len(undecided) && undecided[next][0] == i {
-			g := undecided[next]
-			next++
-			if g[1] == g[0] { // taken: drop the group's rows
-				for i < len(kept) && kept[i].r.ThreadID == kept[g[0]].r.ThreadID {
-					i++
-				}
-				continue
-			}
+	// Drop what the second chances took (the ranges are in order).
+	out, from := kept[:0], 0
+	for _, g := range undecided {
+		if g.taken {
+			out = append(out, kept[from:g.lo]...)
+			from = g.hi
 		}
-		out = append(out, kept[i])
-		i++
 	}
+	out = append(out, kept[from:]...)
 	clear(j.thr.anon[len(out):])
 	j.thr.anon = out
 	j.thr.undecided = undecided[:0]
@@ -326,12 +326,6 @@ func (o *idOffset) hint(thread uint64) idHint {
 	}
 }
 
-// guess is the connection the offset gives thread (false: not trusted).
-func (o *idOffset) guess(thread uint64) (uint64, bool) {
-	h := o.hint(thread)
-	return h.id, h.trusted
-}
-
 // pick is the connection of fits the hint names: the trusted one, or the
 // only one of the two candidates between ranges (0: none).
 func (h idHint) pick(fits func(uint64) bool) uint64 {
@@ -425,7 +419,10 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 			switch k, fit := j.nearestWire(c, &shifted[i]); {
 			case k >= 0 && answerStart(c, k) >= noEnd:
 				// no evidence (see above)
-			case k < 0 || fit > j.clk.fitTolUS || !sameText(c.wires.at(k).s.TextHash, texts[i]):
+			case k < 0 || fit > j.clk.fitTolUS || !sqltext.SameText(c.wires.at(k).s.TextHash, texts[i]):
+				// Three connections opened at once run the same point select
+				// within the same milliseconds: by time their ended threads'
+				// rows fit each other's statements, by their literals not.
 				miss++
 			default:
 				hits++
@@ -471,12 +468,6 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 	}
 	return fits[0].id
 }
-
-// sameText: the texts are not known to differ. Three connections opened
-// at once run the same point select within the same milliseconds, and
-// their ended threads' rows fit each other's statements by time; the
-// literals tell them apart.
-func sameText(wire, row uint64) bool { return wire == 0 || row == 0 || wire == row }
 
 // nearestWireScan bounds how many wire statements nearestWire looks at
 // before the row's start: a connection runs one statement at a time, so

@@ -260,22 +260,7 @@ func TestJoinEndedThreadsByIDOffset(t *testing.T) {
 		if trusted {
 			teachOffset(j)
 		}
-		// Connections 10, 11 and 12 run interleaved, same statement shape.
-		var wires []*event.Statement
-		var rows []collect.ServerStatement
-		for k := range int64(3) {
-			for c := int64(10); c <= 12; c++ {
-				start := 100_000 + k*300 + (c-10)*100
-				w := answered(uint64(c), "SELECT ?", start, start+80, start+80)
-				wires = append(wires, w)
-				j.AddWire(w, 0)
-				r := row(0, "statement/sql/select", "SELECT 1", start+10, start+70)
-				r.ThreadID = uint64(c) + 100 // the offset the earlier threads showed
-				rows = append(rows, r)
-			}
-		}
-		j.AddServer(rows, readAfter)
-		j.Flush(readAfter + anonGraceUS)
+		wires := interleavedEnded(j, 10, nil) // the offset the earlier threads showed
 		j.FlushAll()
 		joined := 0
 		for _, w := range wires {
@@ -327,6 +312,37 @@ func TestJoinPartialEndedThreadNeedsTheOffset(t *testing.T) {
 	}
 }
 
+// interleavedEnded runs connections first, first+1 and first+2 interleaved,
+// three point selects each 100 µs apart, whose threads (THREAD_ID: the
+// connection's id + 100) ended before their rows were read; it hands the
+// joiner both sides and flushes once the rows' grace is over. text gives
+// statement k's text on connection c (nil: no text to tell them by).
+func interleavedEnded(j *Joiner, first int64, text func(c, k int64) string) []*event.Statement {
+	var wires []*event.Statement
+	var rows []collect.ServerStatement
+	for k := range int64(3) {
+		for c := first; c < first+3; c++ {
+			start := 100_000 + k*300 + (c-first)*100
+			sent := "SELECT 1"
+			if text != nil {
+				sent = text(c, k)
+			}
+			w := answered(uint64(c), "SELECT ?", start, start+80, start+80)
+			if text != nil {
+				w.TextHash = sqltext.TextHashString(sent)
+			}
+			wires = append(wires, w)
+			j.AddWire(w, 0)
+			r := row(0, "statement/sql/select", sent, start+10, start+70)
+			r.ThreadID = uint64(c) + 100
+			rows = append(rows, r)
+		}
+	}
+	j.AddServer(rows, readAfter)
+	j.Flush(readAfter + anonGraceUS)
+	return wires
+}
+
 // teachOffset shows j idOffsetAgree live threads whose THREAD_ID is their
 // connection's id + 100: the offset it then trusts.
 func teachOffset(j *Joiner) {
@@ -368,15 +384,15 @@ func TestIDOffsetByRangeOfThreads(t *testing.T) {
 	for _, pr := range [][2]uint64{{78, 71}, {131, 124}, {17, 10}, {76, 69}} {
 		p.observe(pr[0], pr[1])
 	}
-	if conn, ok := p.guess(140); !ok || conn != 133 {
-		t.Fatalf("older threads that agree: guess %d (trusted %v), want 133", conn, ok)
+	if h := p.hint(140); !h.trusted || h.id != 133 {
+		t.Fatalf("older threads that agree: hint %+v, want 133 trusted", h)
 	}
 	var q idOffset // two connections opened at once took their THREAD_IDs in the other order
 	for _, pr := range [][2]uint64{{10, 3}, {20, 13}, {16, 10}, {30, 23}} {
 		q.observe(pr[0], pr[1])
 	}
-	if conn, ok := q.guess(40); !ok || conn != 33 {
-		t.Fatalf("a swapped pair inside a range: guess %d (trusted %v), want 33", conn, ok)
+	if h := q.hint(40); !h.trusted || h.id != 33 {
+		t.Fatalf("a swapped pair inside a range: hint %+v, want 33 trusted", h)
 	}
 	var r idOffset
 	for i := range uint64(3 * maxOffsetSegs) {
@@ -409,21 +425,7 @@ func TestJoinEndedThreadsJudgedByTheirRange(t *testing.T) {
 		observe(c, c+101) // the server took THREAD_ID 109
 	}
 	j.AddServer(seen, 0)
-	var wires []*event.Statement
-	var rows []collect.ServerStatement
-	for k := range int64(3) {
-		for c := int64(5); c <= 7; c++ {
-			start := 100_000 + k*300 + (c-5)*100
-			w := answered(uint64(c), "SELECT ?", start, start+80, start+80)
-			wires = append(wires, w)
-			j.AddWire(w, 0)
-			r := row(0, "statement/sql/select", "SELECT 1", start+10, start+70)
-			r.ThreadID = uint64(c) + 100
-			rows = append(rows, r)
-		}
-	}
-	j.AddServer(rows, readAfter)
-	j.Flush(readAfter + anonGraceUS)
+	wires := interleavedEnded(j, 5, nil)
 	j.FlushAll()
 	for _, w := range wires {
 		if !w.Joined {
@@ -478,23 +480,7 @@ func TestJoinEndedThreadGetsTheConnectionLeft(t *testing.T) {
 func TestJoinEndedThreadsByTheirText(t *testing.T) {
 	rec := newRecorder(t)
 	j := New(Options{CalibrationErrorUS: 50}, rec.emit)
-	var wires []*event.Statement
-	var rows []collect.ServerStatement
-	for k := range int64(3) {
-		for c := int64(10); c <= 12; c++ {
-			start := 100_000 + k*300 + (c-10)*100
-			text := fmt.Sprintf("SELECT v FROM t WHERE id = %d", c*10+k)
-			w := answered(uint64(c), "SELECT v FROM t WHERE id = ?", start, start+80, start+80)
-			w.TextHash = sqltext.TextHashString(text)
-			wires = append(wires, w)
-			j.AddWire(w, 0)
-			r := row(0, "statement/sql/select", text, start+10, start+70)
-			r.ThreadID = uint64(c) + 100
-			rows = append(rows, r)
-		}
-	}
-	j.AddServer(rows, readAfter)
-	j.Flush(readAfter + anonGraceUS)
+	wires := interleavedEnded(j, 10, func(c, k int64) string { return fmt.Sprintf("SELECT v FROM t WHERE id = %d", c*10+k) })
 	for _, w := range wires {
 		if !w.Joined {
 			t.Errorf("connection %s at %d: not joined (%s): %+v", w.Conn, w.TReqFirst, w.Why, j.Stats())

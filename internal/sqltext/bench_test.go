@@ -123,3 +123,11 @@ func newLiteralStatements() [][]byte {
 	}
 	return raws
 }
+
+// BenchmarkTextHash: the capture hashes every COM_QUERY's text.
+func BenchmarkTextHash(b *testing.B) {
+	q := []byte("SELECT c FROM sbtest1 WHERE id=50123")
+	for b.Loop() {
+		TextHash(q)
+	}
+}

@@ -567,19 +567,15 @@ func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget
 		if r.EndUS != 0 && r.EndUS-off < p.reqFirst-endTol {
 			continue
 		}
-		if fit := rowFit(r, p, off); fit < bestFit {
+		start := r.StartUS - off
+		// From the first request byte: a long request is read while the
+		// statement's timer runs (the join's own rule).
+		fit := max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
+		if fit < bestFit {
 			best, bestFit = i, fit
 		}
 	}
 	return best
-}
-
-// rowFit is how far r's start lies outside p's window, from the first
-// request byte (a long request is read while the statement's timer runs:
-// the join's own rule) to the first answer byte.
-func rowFit(r *collect.ServerStatement, p *pendingTarget, off int64) int64 {
-	start := r.StartUS - off
-	return max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
 }
 
 // lossLog remembers the spans (Unix µs) over which history_long lost rows
