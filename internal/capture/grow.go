@@ -21,13 +21,19 @@ import (
 // on another goroutine while the old one is still read, so nothing is lost
 // while it opens (a 64 MiB ring takes 25-600 ms to map on a busy host).
 //
-// The move: both rings got the packets since the new one's filter was
-// attached. When the reader is behind, the old ring is read up to the new
-// one's first packet (every packet before it is there and only there);
-// then the old ring is closed and the new one read, skipping what the old
-// one gave: packets stamped well before the last one fed, and, near it
-// (each socket stamps a packet itself, microseconds apart), those whose
-// bytes match a packet fed within dedupSpan of it.
+// The move: both rings get every packet from the moment the new one's
+// filter is attached. Packets before it are in the old ring only, so the
+// old ring is read up to the new one's first packet and the rest is read
+// from the new ring. The reader moves as soon as the new ring is open (it
+// waits for the new ring's first block rather than read on in the old
+// one), but it may have fed some of the old ring's later packets by then:
+// every packet fed since the bigger ring began opening is remembered by
+// the hash of its bytes (a frame's headers make it unique), and the new
+// ring's copies of those are skipped. The old ring may drop packets while
+// the new one opens (it is the one too small): those are not remembered,
+// so the new ring's copies are fed. A stamp does not decide it: the two
+// sockets stamp one packet each in turn, microseconds apart, and a packet
+// the old ring dropped has no stamp to compare.
 
 // DefaultMaxRingMB is the largest a live capture's ring grows to by
 // default (the size the ring had before it could grow: no kernel drops
@@ -41,8 +47,16 @@ const (
 	growCheckPackets = 1024
 	// dedupSpan is how far apart the two sockets' stamps of one packet can
 	// be (they are taken as the kernel hands the packet to each socket in
-	// turn, microseconds apart).
+	// turn, microseconds apart): past the last packet fed by this much,
+	// none of the new ring's packets can be one the old ring gave.
 	dedupSpan = 2 * time.Millisecond
+	// maxRemembered bounds the hashes kept while a bigger ring opens (16
+	// bytes each): the oldest half is forgotten when it is reached.
+	maxRemembered = 1 << 17
+	// moveWait is how long the reader waits for the new ring's first
+	// block when it is open: the kernel hands a block over within
+	// blockTimeout of its first packet.
+	moveWait = 3 * blockTimeout
 )
 
 // ringGrowth is a live capture's plan to grow its ring, touched by the
@@ -63,18 +77,23 @@ type ringGrowth struct {
 	// opening: a bigger ring is being opened (or opened and not moved to
 	// yet: the move needs its first packet).
 	opening bool
+	// opened: the opening goroutine set next or openErr (read without the
+	// lock on every packet, so the reader moves as soon as it can).
+	opened  atomic.Bool
 	mu      sync.Mutex
 	next    *openedRing // set by the opening goroutine
 	openErr error
 	closed  bool // the capture closed: a ring opened late is closed at once
 	// lastNS is the stamp of the newest packet fed (Unix ns); recent the
-	// packets fed while a bigger ring opens. After a move, seen holds the
-	// hashes of the old ring's last packets, skipped when the new ring
-	// brings them again (until dedupUntil, Unix ns).
+	// packets fed while a bigger ring opens (forgotNS the newest stamp of
+	// those forgotten to bound them). After a move, seen holds their
+	// hashes, skipped when the new ring brings them again (until
+	// dedupUntil, Unix ns).
 	lastNS     int64
 	recent     []recentPacket
+	forgotNS   int64
 	seed       maphash.Seed
-	seen       map[uint64]bool
+	seen       map[uint64]int
 	dedupUntil int64
 	// grew records each move, for the report; moves counts them (read by
 	// tests from another goroutine).
@@ -96,7 +115,7 @@ func newRingGrowth(iface string, opts LiveOptions, filter []bpf.RawInstruction, 
 // at the drops.
 func (l *Live) afterPacket(t *Tracker) {
 	if g := l.grow; g != nil {
-		if g.packets++; g.packets >= growCheckPackets {
+		if g.packets++; g.packets >= growCheckPackets || (g.opening && g.opened.Load()) {
 			g.packets = 0
 			l.checkGrow(t)
 		}
@@ -117,6 +136,7 @@ func (l *Live) checkGrow(t *Tracker) {
 		switch {
 		case err != nil:
 			g.opening, g.maxMB = false, g.curMB // it will not open: keep this one
+			g.recent = nil
 			g.grew = append(g.grew, fmt.Sprintf("the capture ring could not grow past %d MiB: %v", g.curMB, err))
 		case next != nil:
 			l.moveTo(t, next)
@@ -131,7 +151,8 @@ func (l *Live) checkGrow(t *Tracker) {
 		return
 	}
 	g.seenDrops = v3.Drops()
-	g.opening = true
+	g.opening, g.forgotNS = true, 0
+	g.opened.Store(false)
 	go g.open(min(2*g.curMB, g.maxMB))
 }
 
@@ -145,9 +166,11 @@ func (g *ringGrowth) open(mb int) {
 		g.openErr = err
 	case g.closed:
 		r.close()
+		return
 	default:
 		g.next = r
 	}
+	g.opened.Store(true)
 }
 
 // close ends the plan: a ring opened but not moved to is closed.
@@ -168,11 +191,14 @@ func (r *openedRing) close() {
 
 // moveTo moves to the new ring: the old one is read up to the new one's
 // first packet (when the reader is behind) and closed; the new one's
-// packets the old one already gave are skipped. With no packet in the new
-// ring yet (the kernel hands a block over when it is full or after
-// blockTimeout) it does nothing: the next check tries again.
+// packets the old one already gave are skipped. It waits moveWait for the
+// new ring's first block; with none yet it does nothing, and the next
+// check tries again.
 func (l *Live) moveTo(t *Tracker, next *openedRing) {
 	data, firstNS, ok := next.rd.readNS()
+	if !ok && next.w.wait(moveWait) {
+		data, firstNS, ok = next.rd.readNS()
+	}
 	if !ok {
 		return
 	}
@@ -181,17 +207,16 @@ func (l *Live) moveTo(t *Tracker, next *openedRing) {
 	if cut := firstNS; g.lastNS < cut {
 		l.drainUpTo(t, cut)
 	}
-	g.seen = map[uint64]bool{}
+	g.seen = make(map[uint64]int, len(g.recent))
 	for _, r := range g.recent {
-		if r.ns >= g.lastNS-int64(dedupSpan) {
-			g.seen[r.h] = true
-		}
+		g.seen[r.h]++
 	}
 	g.recent, g.dedupUntil = nil, g.lastNS+int64(dedupSpan)
 	_, v3, _ := l.tp.SocketStats()
 	g.closedDrops += int64(v3.Drops())
 	g.grew = append(g.grew, fmt.Sprintf("the capture ring grew from %d to %d MiB after the kernel dropped packets", g.curMB, next.mb))
 	g.curMB, g.seenDrops, g.opening = next.mb, 0, false
+	g.opened.Store(false)
 	g.moves.Add(1)
 	g.mu.Lock()
 	g.next = nil
@@ -219,20 +244,12 @@ func (l *Live) drainUpTo(t *Tracker, cut int64) {
 }
 
 // feed decodes a packet read from the ring. While a bigger ring opens it
-// remembers the packets' hashes; just after a move it skips the packets
-// the old ring already gave: those stamped well before its last one, and
-// those near it that it holds the bytes of.
+// remembers the packets' hashes; just after a move it skips the new ring's
+// copies of the packets the old ring already gave.
 func (l *Live) feed(t *Tracker, tsUS, tsNS int64, data []byte) {
 	if g := l.grow; g != nil {
-		if g.seen != nil {
-			switch {
-			case tsNS > g.dedupUntil:
-				g.seen = nil
-			case tsNS < g.dedupUntil-2*int64(dedupSpan):
-				return
-			case g.seen[maphash.Bytes(g.seed, data)]:
-				return
-			}
+		if g.seen != nil && !g.given(tsNS, data) {
+			return
 		}
 		if g.opening {
 			g.remember(tsNS, data)
@@ -242,23 +259,38 @@ func (l *Live) feed(t *Tracker, tsUS, tsNS int64, data []byte) {
 	l.decodePacket(t, tsUS, data)
 }
 
+// given reports whether a packet of the new ring, just after a move, is
+// still to be fed: not one the old ring gave (each remembered copy
+// matches once). Past dedupUntil none can be, and the memory is let go.
+func (g *ringGrowth) given(tsNS int64, data []byte) bool {
+	switch {
+	case tsNS > g.dedupUntil:
+		g.seen = nil
+		return true
+	case tsNS <= g.forgotNS:
+		return false // older than the hashes kept: the old ring gave it
+	}
+	h := maphash.Bytes(g.seed, data)
+	if n := g.seen[h]; n > 0 {
+		g.seen[h] = n - 1
+		return false
+	}
+	return true
+}
+
 // recentPacket is a packet fed while a bigger ring opens.
 type recentPacket struct {
 	ns int64
 	h  uint64
 }
 
-// remember keeps the hash of a packet fed while a bigger ring opens,
-// forgetting those older than dedupSpan before it.
+// remember keeps the hash of a packet fed while a bigger ring opens; at
+// maxRemembered it forgets the oldest half.
 func (g *ringGrowth) remember(ns int64, data []byte) {
-	if len(g.recent) >= 4096 {
-		keep := g.recent[:0]
-		for _, r := range g.recent {
-			if r.ns >= ns-int64(dedupSpan) {
-				keep = append(keep, r)
-			}
-		}
-		g.recent = keep
+	if len(g.recent) >= maxRemembered {
+		half := len(g.recent) / 2
+		g.forgotNS = max(g.forgotNS, g.recent[half-1].ns)
+		g.recent = append(g.recent[:0], g.recent[half:]...)
 	}
 	g.recent = append(g.recent, recentPacket{ns: ns, h: maphash.Bytes(g.seed, data)})
 }

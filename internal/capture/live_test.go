@@ -155,15 +155,23 @@ const echoMsg = "only this connection may be captured\n"
 // echoOnce opens a connection to ln, sends a line and reads it back.
 func echoOnce(t *testing.T, ln net.Listener) { echo(t, ln, []byte(echoMsg)) }
 
-// echo opens a connection to ln, sends msg and reads it back.
+// echo opens a connection to ln, sends msg and reads it back. It reads
+// while it writes: a message larger than what the socket buffers hold
+// (8 MiB, where the host leaves them small) would otherwise block both
+// ends for good.
 func echo(t *testing.T, ln net.Listener, msg []byte) {
 	t.Helper()
 	c := dialEcho(t, ln)
 	defer c.Close()
-	if _, err := c.Write(msg); err != nil {
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(msg)
+		wrote <- err
+	}()
+	if _, err := io.ReadFull(c, make([]byte, len(msg))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.ReadFull(c, make([]byte, len(msg))); err != nil {
+	if err := <-wrote; err != nil {
 		t.Fatal(err)
 	}
 }
