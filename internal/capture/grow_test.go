@@ -33,7 +33,7 @@ func TestRingGrowsOnDrops(t *testing.T) {
 	var stalled atomic.Bool
 	segs := map[[2]uint64]int{} // ping connection's (direction, seq) -> copies; on the tracker goroutine
 	var pingBytes int
-	dropsAtPings := int64(-1) // the kernel's drops when the first ping arrived
+	dropsAtPings := int64(-1)                // the kernel's drops when the first ping arrived
 	live.tap = func(_ int64, frame []byte) { // on the decoding goroutine, which owns the rings
 		if !stalled.Swap(true) {
 			time.Sleep(1500 * time.Millisecond) // the reader stalls: the ring fills and the kernel drops

@@ -68,7 +68,7 @@ const (
 	// the joiner waits seconds for the server's rows: 100 ms late costs
 	// nothing but memory (a 1 MiB block at most).
 	blockTimeout = 100 * time.Millisecond
-	idleWait     = 500 * time.Millisecond // longest wait for the ring (a stop interrupts it)
+	idleWait     = 2 * time.Second // longest wait for the ring: a stop interrupts it, and each wake of an idle watch costs
 )
 
 // Live is an open AF_PACKET capture on one interface.

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"net"
 	"os"
@@ -200,10 +201,19 @@ func Open(dsn, defaultsFile string) (*sql.DB, error) {
 
 // OpenConfig connects with cfg and pings the server.
 func OpenConfig(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	return openConnector(ctx, cfg, nil)
+}
+
+// openConnector connects with cfg, its connector wrapped by wrap (nil:
+// as it is), and pings the server.
+func openConnector(ctx context.Context, cfg *mysql.Config, wrap func(driver.Connector) driver.Connector) (*sql.DB, error) {
 	rememberSecret(cfg.Passwd)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, MaskError(fmt.Errorf("configuring connection: %w", err))
+	}
+	if wrap != nil {
+		conn = wrap(conn)
 	}
 	db := sql.OpenDB(conn)
 	// A monitor needs few connections; each one is a server thread.

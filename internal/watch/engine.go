@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ type engine struct {
 	path    *pathWatch     // nil when the server runs on this host
 	// noWire: no capture this run (--no-capture, or it could not open).
 	noWire bool
+	// work wakes an idle loop: the wire's first statement into an empty
+	// queue, or the poller's rows handed to the joiner.
+	work chan struct{}
 
 	// wire is the wire statements stage, on the capture's goroutine: its
 	// channels are the hand-offs to the loop (every statement) and to the
@@ -159,6 +163,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	pollDone := e.poll.start(runCtx)
 	plansDone := e.startPlans(runCtx)
 	e.publishSnapshot() // sinks learn the server before its first statement
+	// The start read the server's whole history ring (up to 10,000 rows of
+	// text, to prime the cursor) and calibrated the clock: give the memory
+	// back now, not when the scavenger gets to it, or a watch started
+	// beside a busy server's full ring stays ~30 MB larger while idle.
+	debug.FreeOSMemory()
 	if e.opts.Ready != nil {
 		e.opts.Ready()
 	}
@@ -216,7 +225,9 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	}
 	cursor := openHistory(ctx, db, table, &e.notes)
 	e.readsRows = cursor != nil
+	e.work = make(chan struct{}, 1)
 	e.wire = newWireStage(own, opts.QueueLen, e.readsRows)
+	e.wire.work = e.work
 	if e.live, e.noWire, err = e.openCapture(); err != nil {
 		if restore != nil { // the consumers this run enabled
 			restore(ctx)
@@ -234,9 +245,10 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	e.outlierMiss = targets.missNote()
 	e.poll = &poller{db: db, addr: addr, own: own, clock: e.clock, joiner: e.joiner, sink: e.sink, sample: e.sample,
 		side: e.side, notes: &e.notes, losses: &e.losses, sockets: e.sockets, path: e.path,
-		slow: e.wire.slow, newConns: e.wire.newConns, wireConns: &e.wire.connsSeen,
+		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
 		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets}
+	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
 	e.poll.setIdentity()
 	e.poll.mapExistingConns(ctx)
 	e.poll.learnStart(ctx)
@@ -353,7 +365,7 @@ func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 // context switch on both sides) cost more CPU than the join itself, and
 // the server's rows come at most every PollInterval/4 anyway.
 func (e *engine) loop(ctx context.Context) {
-	flush := time.NewTicker(joinEvery)
+	flush := time.NewTimer(joinEvery)
 	defer flush.Stop()
 	var draw <-chan time.Time // no live view: no wake-up for it
 	if e.opts.Live != nil || len(e.opts.Sinks) > 0 {
@@ -361,11 +373,16 @@ func (e *engine) loop(ctx context.Context) {
 		defer live.Stop()
 		draw = live.C
 	}
+	armed := true // flush is set; an idle loop waits for work instead
 	for {
 		select {
 		case <-flush.C:
-			e.takeWire()
-			e.joiner.Flush(nowUS())
+			armed = e.handOver(flush)
+		case <-e.work:
+			if !armed {
+				flush.Reset(joinEvery)
+				armed = true
+			}
 		case <-draw:
 			e.drawLive()
 			e.publishSnapshot()
@@ -375,10 +392,26 @@ func (e *engine) loop(ctx context.Context) {
 	}
 }
 
+// handOver hands the queued wire statements to the joiner and gives up
+// what waited too long, then sets flush for the next look while
+// statements are queued or held. It reports whether flush is set: when
+// not, the loop waits for work (the wire's first statement into an empty
+// queue, the poller's rows), and an idle watch does not wake for it.
+func (e *engine) handOver(flush *time.Timer) bool {
+	e.takeWire()
+	e.joiner.Flush(nowUS())
+	if len(e.wire.out) == 0 && e.joiner.Pending() == 0 {
+		return false
+	}
+	flush.Reset(joinEvery)
+	return true
+}
+
 // joinEvery is how often loop hands queued wire statements to the joiner:
 // as often as the server's rows can come (MinPollInterval's default), since
 // a wire statement waits for its row anyway. Every wake of an idle watch
-// costs it more than the wake (see capture's blockTimeout).
+// costs it more than the wake (see capture's blockTimeout): with nothing
+// queued or held, loop does not look until there is work.
 const joinEvery = 250 * time.Millisecond
 
 // takeWire hands the joiner the wire statements queued now (not those that

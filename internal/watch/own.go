@@ -19,6 +19,10 @@ import (
 type ownAddrs struct {
 	mu    sync.Mutex // serialises writers
 	addrs atomic.Pointer[map[string]bool]
+	// dials and sent count the connections watch opened and the
+	// statements it sent (collect.OpenConfigCounting): the poller takes
+	// them from the server's counters to see whether anyone else is there.
+	dials, sent atomic.Int64
 }
 
 func newOwnAddrs() *ownAddrs {
@@ -30,6 +34,7 @@ func newOwnAddrs() *ownAddrs {
 func (o *ownAddrs) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
+	o.dials.Add(1) // the server counts an attempt that fails, too
 	if err == nil {
 		o.add(c.LocalAddr().String())
 	}

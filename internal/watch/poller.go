@@ -47,9 +47,12 @@ type poller struct {
 	// identity, and a connection seen for the first time.
 	slow     <-chan target
 	newConns <-chan struct{}
+	// work wakes the loop to give up, in time, what the joiner holds.
+	work chan struct{}
 	// wireConns counts the connections the wire saw open (the wire
-	// stage's atomic), against the server's Connections counter.
-	wireConns *atomic.Int64
+	// stage's atomic), against the server's Connections counter;
+	// wireTaken the statements it took, a sign of activity.
+	wireConns, wireTaken *atomic.Int64
 	// pollEvery and minPollEvery bound the interval between reads of
 	// history_long (Options.PollInterval, MinPollInterval);
 	// enableConsumers lets it turn on the consumers it needs.
@@ -86,6 +89,10 @@ type poller struct {
 	unseenUntil          time.Time
 	connsAt, wireConnsAt int64
 	unseenOwed           int64
+	// act says whether anyone but watch uses the server; idleReadAt is
+	// when the reads an idle server skips were last made.
+	act        activity
+	idleReadAt time.Time
 	// wakes counts the loop's wake-ups (ServerSide.PollerWakes): what it
 	// costs when it has nothing to read must stay bounded by what happens.
 	wakes int64
@@ -120,9 +127,11 @@ func (p *poller) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case tg := <-p.slow:
+			p.act.mark(time.Now())
 			p.targets.add(tg, time.Now())
 			p.takeTargets()
 		case <-p.newConns:
+			p.act.mark(time.Now())
 			p.learn.pending = p.cursor != nil // without a cursor no thread is read
 		case <-retry:
 		case <-p.link.answered:
@@ -141,21 +150,37 @@ func (p *poller) run(ctx context.Context) {
 }
 
 // pollHistory reads history_long (and, every slowPollEvery, the slow
-// reads), adapting every to what the read found.
+// reads), adapting every to what the read found. An idle server's
+// history is read every idleEvery, and at once when the status read finds
+// the first sign of activity (activity).
 func (p *poller) pollHistory(ctx context.Context, every *time.Duration, lastSlow *time.Time) {
-	rows, lost := p.pollStatements(ctx)
-	*every = p.nextInterval(*every, rows, lost)
+	if p.act.active(time.Now()) || nowUS()-p.lastPollAt >= idleEvery.Microseconds() {
+		p.readHistory(ctx, every)
+	}
 	if time.Since(*lastSlow) >= slowPollEvery {
+		idle := !p.act.active(time.Now())
 		p.pollSlow(ctx)
 		*lastSlow = time.Now()
+		if idle && p.act.active(*lastSlow) {
+			p.readHistory(ctx, every)
+		}
 	}
+}
+
+// readHistory reads history_long once: rows are a sign of activity.
+func (p *poller) readHistory(ctx context.Context, every *time.Duration) {
+	rows, lost := p.pollStatements(ctx)
+	if rows > 0 || lost > 0 {
+		p.act.mark(time.Now())
+	}
+	*every = p.nextInterval(*every, rows, lost)
 }
 
 // nextWake is how long the poller may sleep before a target or a thread
 // read is due (false: nothing is).
 func (p *poller) nextWake(now time.Time) (time.Duration, bool) {
 	wait, ok := p.targets.wait(now)
-	if p.cursor != nil && p.targets.current && !p.targets.failed {
+	if p.cursor != nil && p.targets.current && !p.targets.failed && p.act.active(now) {
 		every, _ := p.targets.scanPace(now)
 		w := max(p.targets.scannedAt.Add(every).Sub(now), 0)
 		if !ok || w < wait {
@@ -371,6 +396,9 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 		p.addServerOnly(got) // nothing to join with: buffering them would only cost
 	} else {
 		p.joiner.AddServer(got, p.lastPollAt) // when the read began: what ended before is in it
+		if len(got) > 0 {
+			signal(p.work)
+		}
 	}
 	return read, lost
 }
@@ -447,28 +475,39 @@ func (p *poller) addServerOnly(rows []collect.ServerStatement) {
 	}
 }
 
-// pollSlow reads thread-pool groups and status, and maps connections that
-// appeared without a visible handshake.
+// pollSlow reads status and thread-pool groups, and maps connections that
+// appeared without a visible handshake. An idle server's pool groups and
+// processlist are read every idleEvery only.
 func (p *poller) pollSlow(ctx context.Context) {
-	var pool []collect.PoolGroup
-	if p.info.ThreadPoolTables {
-		pool, _ = collect.ThreadPoolGroups(ctx, p.db)
-	}
 	status, err := collect.GlobalStatusOf(ctx, p.db, rateStatus...)
-	p.side.serverM.Lock()
-	if pool != nil {
-		p.side.pool = pool
-	}
-	p.side.serverM.Unlock()
+	now := time.Now()
 	if err == nil {
+		if p.act.noteStatus(now, status, p.own.sent.Load(), p.own.dials.Load()) {
+			p.learn.pending = p.cursor != nil // name the new connections while they live
+		}
 		p.noteUnseen(status)
 		p.queryRate = statementRate(p.status, status, time.Since(p.statusAt))
 		p.status, p.statusAt = status, time.Now()
 		if start, ok := startFromUptime(status); ok && p.startedAt == 0 {
 			p.startedAt = start
 		}
+	} else {
+		p.act.mark(now) // not known to be idle
 	}
-	p.mapExistingConns(ctx) // the connections the governor's estimates count
+	if p.wireTaken != nil {
+		p.act.noteWire(now, p.wireTaken.Load())
+	}
+	if p.act.active(now) || now.Sub(p.idleReadAt) >= idleEvery {
+		p.idleReadAt = now
+		if p.info.ThreadPoolTables {
+			if pool, _ := collect.ThreadPoolGroups(ctx, p.db); pool != nil {
+				p.side.serverM.Lock()
+				p.side.pool = pool
+				p.side.serverM.Unlock()
+			}
+		}
+		p.mapExistingConns(ctx) // the connections the governor's estimates count
+	}
 	if p.sample.govern(time.Now(), ProcessCPU(), p.queryRate) {
 		p.joiner.SetPartial(p.sample.on())
 	}

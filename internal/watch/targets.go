@@ -197,6 +197,7 @@ func (p *poller) readTargets(ctx context.Context) {
 	p.side.serverM.Unlock()
 	if len(feed) > 0 {
 		p.joiner.AddThreadRows(feed, readAt) // a partial read: a few threads, from some time on
+		signal(p.work)
 	}
 }
 
@@ -296,8 +297,8 @@ func (p *poller) scanRunning(ctx context.Context) {
 	t := p.targets
 	now := time.Now()
 	every, atLeast := t.scanPace(now)
-	if p.cursor == nil || !t.current || t.failed || now.Sub(t.scannedAt) < every {
-		return
+	if p.cursor == nil || !t.current || t.failed || now.Sub(t.scannedAt) < every || !p.act.active(now) {
+		return // an idle server has nothing running (activity)
 	}
 	t.scannedAt = now
 	clock, _ := p.clock.Clock()

@@ -29,6 +29,7 @@ type wireStage struct {
 	known    map[uint64]struct{} // connections seen (a cache: cleared when full)
 
 	out      chan *event.Statement // every statement, to the loop and the join
+	work     chan struct{}         // wakes the loop when out was empty
 	slow     chan target           // each outlier's identity, to the poller
 	newConns chan struct{}         // a connection was seen first, to the poller
 
@@ -70,8 +71,20 @@ func (w *wireStage) take(s *event.Statement) {
 	}
 	select {
 	case w.out <- s:
+		if len(w.out) == 1 {
+			signal(w.work) // the queue was empty: the loop may be waiting for work
+		}
 	default:
 		w.queueDrops.Add(1)
+	}
+}
+
+// signal wakes whoever waits on c, unless a wake is pending already (or c
+// is nil).
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 
