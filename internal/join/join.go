@@ -282,6 +282,14 @@ func (j *Joiner) Pending() int {
 	return j.held.pending
 }
 
+// Holds reports whether anything waits for Flush: statements or rows
+// buffered, or rows of ended threads not attributed yet.
+func (j *Joiner) Holds() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.held.pending > 0 || len(j.thr.anon) > 0
+}
+
 // AddWire takes a wire statement (the Joiner keeps it until it is emitted).
 // Statements of one connection must arrive in order, as the capture emits
 // them. nowUS is the caller's clock, used only for expiry.

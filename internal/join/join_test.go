@@ -514,3 +514,23 @@ func TestJoinSteadyStateAllocations(t *testing.T) {
 		t.Fatalf("steady state allocates %.1f times per statement", n)
 	}
 }
+
+// TestHoldsCountsRowsOfEndedThreads: a row of a thread that ended before
+// it was read waits for Flush like a buffered statement (watch's loop
+// sleeps when nothing is held, and would leave it there).
+func TestHoldsCountsRowsOfEndedThreads(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{MaxWait: time.Second}, rec.emit)
+	if j.Holds() {
+		t.Fatal("a new joiner holds something")
+	}
+	r := row(0, "statement/sql/select", "SELECT 1", 1_000_000, 1_000_100) // no connection id: the thread ended
+	j.AddServer([]collect.ServerStatement{r}, 2_000_000)
+	if j.Pending() != 0 || !j.Holds() {
+		t.Fatalf("an ended thread's row: pending %d, holds %v; want 0 and true", j.Pending(), j.Holds())
+	}
+	j.Flush(10_000_000)
+	if j.Holds() {
+		t.Error("the row is still held after MaxWait")
+	}
+}

@@ -400,7 +400,7 @@ func (e *engine) loop(ctx context.Context) {
 func (e *engine) handOver(flush *time.Timer) bool {
 	e.takeWire()
 	e.joiner.Flush(nowUS())
-	if len(e.wire.out) == 0 && e.joiner.Pending() == 0 {
+	if len(e.wire.out) == 0 && !e.joiner.Holds() {
 		return false
 	}
 	flush.Reset(joinEvery)
