@@ -39,9 +39,10 @@ func (m Metric) String() string {
 	return "client"
 }
 
-// Bounds of a profile's memory (see budget.go): about 1.5 KB per kept
-// digest row, a few MB for connection and folded-digest hashes, whatever
-// the number of distinct digests or connections seen.
+// Bounds of a profile's memory (see budget.go): a kept digest row, its
+// exact latencies up to exactValues and, past them, its sketch (at most
+// sketchBins bins a store); a few MB for connection and folded-digest
+// hashes, whatever the number of distinct digests or connections seen.
 const (
 	DefaultMaxDigests = 10_000
 	maxNotes          = 50
