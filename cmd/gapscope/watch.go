@@ -82,7 +82,7 @@ threads, 20,000 digests' outlier sketches, 20,000 connections' tallies,
 the last 50,000 statements for the diagnosis; past a bound watch gives
 up the oldest or turns the newest away, and counts what it dropped where
 a result depends on it. The capture ring is --ring-mb, grown up to
---ring-max-mb on drops; the Go heap's soft limit is 192 MiB (GOMEMLIMIT
+--ring-max-mb on drops; the Go heap's soft limit is 96 MiB (GOMEMLIMIT
 overrides it).`,
 		Example: `  gapscope watch --dsn 'monitor:secret@tcp(127.0.0.1:3306)/' --duration 60s
   gapscope watch --dsn 'root@tcp(db1:3306)/' --iface eth0 --events stmts.jsonl --store watch.db

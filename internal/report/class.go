@@ -188,18 +188,31 @@ func (a attr) result(calls int64) Attr {
 }
 
 // valueCounts counts statements per value (database, user, host) up to
-// maxValueCounts distinct values; the rest go to other. The last value's
-// counter is kept at hand: a class's statements mostly repeat it, and a
-// string comparison is cheaper than a map lookup.
+// maxValueCounts distinct values; the rest go to other. The first value
+// is counted in place: most classes see one database and one user, and a
+// map for that one value would cost a class more than the rest of its
+// counters. The last value's counter is kept at hand: a class's
+// statements mostly repeat it, and a string comparison is cheaper than a
+// map lookup.
 type valueCounts struct {
-	m     map[string]*int64
-	last  string
-	lastN *int64
-	other int64
+	first  string
+	firstN int64             // 0: no value yet
+	m      map[string]*int64 // the values after the first
+	last   string
+	lastN  *int64
+	other  int64
 }
 
 func (v *valueCounts) add(s string, n int64) {
 	if s == "" || n == 0 {
+		return
+	}
+	if v.firstN == 0 {
+		v.first, v.firstN = s, n
+		return
+	}
+	if s == v.first {
+		v.firstN += n
 		return
 	}
 	if v.lastN != nil && s == v.last {
@@ -211,7 +224,7 @@ func (v *valueCounts) add(s string, n int64) {
 		v.last, v.lastN = s, c
 		return
 	}
-	if len(v.m) >= maxValueCounts {
+	if 1+len(v.m) >= maxValueCounts {
 		v.other += n
 		return
 	}
@@ -225,6 +238,7 @@ func (v *valueCounts) add(s string, n int64) {
 }
 
 func (v *valueCounts) merge(o *valueCounts) {
+	v.add(o.first, o.firstN)
 	for _, k := range slices.Sorted(maps.Keys(o.m)) {
 		v.add(k, *o.m[k])
 	}
@@ -239,10 +253,13 @@ type Count struct {
 
 // list returns the counts, most frequent first, "(other)" last.
 func (v *valueCounts) list() []Count {
-	if len(v.m) == 0 && v.other == 0 {
+	if v.firstN == 0 && v.other == 0 {
 		return nil
 	}
-	out := make([]Count, 0, len(v.m)+1)
+	out := make([]Count, 0, len(v.m)+2)
+	if v.firstN > 0 {
+		out = append(out, Count{v.first, v.firstN})
+	}
 	for k, n := range v.m {
 		out = append(out, Count{k, *n})
 	}

@@ -39,9 +39,10 @@ func (m Metric) String() string {
 	return "client"
 }
 
-// Bounds of a profile's memory (see budget.go): about 1.5 KB per kept
-// digest row, a few MB for connection and folded-digest hashes, whatever
-// the number of distinct digests or connections seen.
+// Bounds of a profile's memory (see budget.go): a kept digest row, its
+// exact latencies up to exactValues and, past them, its sketch (at most
+// sketchBins bins a store); a few MB for connection and folded-digest
+// hashes, whatever the number of distinct digests or connections seen.
 const (
 	DefaultMaxDigests = 10_000
 	maxNotes          = 50
@@ -350,16 +351,35 @@ type agg struct {
 	credit   int64 // weight counted in "(other)" before the row was promoted
 }
 
-func newAgg(digest, text string) *agg {
-	// As ddsketch.LogCollapsingLowestDenseDDSketch builds it, keeping the
-	// positive store for addToSketch.
+func newAgg(digest, text string) *agg { return &agg{digest: digest, text: text} }
+
+// sketchMapping is every sketch's index mapping (it is read only, so the
+// rows share one).
+var sketchMapping = sync.OnceValue(func() mapping.IndexMapping {
 	m, err := mapping.NewLogarithmicMapping(sketchAccuracy)
 	if err != nil {
 		panic(fmt.Sprintf("ddsketch with constant parameters: %v", err)) // unreachable: constants are valid
 	}
+	return m
+})
+
+// ensureSketch gives the row its sketch, filled with the latencies it kept
+// exactly. A row has one only beyond exactValues calls: below, every
+// latency is kept (classStats.exact) and the quantiles are exact, so a
+// sketch would only cost its stores (most rows of a profile of many
+// digests see a few calls).
+func (a *agg) ensureSketch() {
+	if a.sketch != nil {
+		return
+	}
+	// As ddsketch.LogCollapsingLowestDenseDDSketch builds it, keeping the
+	// positive store for addToSketch.
 	pos := store.NewCollapsingLowestDenseStore(sketchBins)
-	sk := ddsketch.NewDDSketch(m, pos, store.NewCollapsingLowestDenseStore(sketchBins))
-	return &agg{digest: digest, text: text, sketch: sk, positive: pos}
+	a.sketch = ddsketch.NewDDSketch(sketchMapping(), pos, store.NewCollapsingLowestDenseStore(sketchBins))
+	a.positive = pos
+	for _, us := range a.exact {
+		a.addToSketch(us)
+	}
 }
 
 // smallIndexes is the sketch's bin index of each latency below its length
@@ -393,7 +413,10 @@ func (a *agg) add(s *event.Statement, us int64) {
 	a.calls++
 	a.totalUS += us
 	a.maxUS = max(a.maxUS, us)
-	a.addToSketch(us)
+	if a.calls > exactValues { // classStats.keep has kept the others, and lets them go now
+		a.ensureSketch()
+		a.addToSketch(us)
+	}
 	if s.Error != nil {
 		a.errors++
 	}
@@ -405,6 +428,16 @@ func (a *agg) add(s *event.Statement, us int64) {
 }
 
 func (a *agg) merge(o *agg) error {
+	var err error
+	if a.calls+o.calls > exactValues { // beyond what is kept exactly (classStats.merge)
+		a.ensureSketch()
+		if o.sketch != nil {
+			err = a.sketch.MergeWith(o.sketch)
+		}
+		for _, us := range o.exact {
+			a.addToSketch(us)
+		}
+	}
 	a.classStats.merge(&o.classStats, a.calls, o.calls)
 	a.calls += o.calls
 	a.totalUS += o.totalUS
@@ -413,7 +446,7 @@ func (a *agg) merge(o *agg) error {
 	a.zeroWindowUS += o.zeroWindowUS
 	a.joined += o.joined
 	a.parts.Add(o.parts)
-	return a.sketch.MergeWith(o.sketch)
+	return err
 }
 
 // quantile returns the q-quantile in whole microseconds: exact (nearest
@@ -422,6 +455,9 @@ func (a *agg) merge(o *agg) error {
 func (a *agg) quantile(q float64) int64 {
 	if a.exact != nil {
 		return nearestRank(a.sortedExact(), q)
+	}
+	if a.sketch == nil {
+		return 0 // no statement
 	}
 	v, err := a.sketch.GetValueAtQuantile(q)
 	if err != nil {

@@ -291,14 +291,15 @@ func BudgetProcs(budget float64, cpus int) int {
 const GCPercent = 200
 
 // MemoryLimit is the Go runtime's soft memory limit for a watch run
-// (GOMEMLIMIT; the ring, mapped outside the runtime, comes on top). With
-// GCPercent alone the heap is three times the live heap, and the live heap
-// grows with the load: ~105 MB after a collection under the soak's 5,500
-// statements/s of 200,000 digests (the 50k-statement window, the joiner's
-// queues, the profile's sketches), so a heap of up to ~320 MB and an RSS
-// that followed every swing of it (502 -> 707 MB over 8 minutes). Past
-// the limit the collector runs as often as it takes to stay under it:
-// the heap stays below it while the live heap is well under it, at the
-// cost of more frequent collections under such a load only; a quiet
-// server's heap never comes near it.
-const MemoryLimit = 192 << 20
+// (GOMEMLIMIT; the ring, mapped outside the runtime, and the binary's
+// text come on top). With GCPercent alone the heap is three times the
+// live heap, and the live heap grows with the load (the window, the
+// joiner's queues, the profile's rows), so the resident size would follow
+// every swing of it. Past the limit the collector runs as often as it
+// takes to stay under it. The limit is what keeps watch's resident size
+// within its goal under churn (docs/performance.md), so it is sized for
+// the live heap's bounds: the window holds compact records, a profile
+// row makes its sketch only past the latencies it keeps exactly. A quiet
+// server's heap never comes near it; a live heap near the limit would make
+// the collector run back to back.
+const MemoryLimit = 96 << 20

@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -36,5 +38,73 @@ func TestStmtRing(t *testing.T) {
 				t.Fatalf("size %d: %d chunks", size, got)
 			}
 		}
+	}
+}
+
+// TestWindowKeeps checks what a statement taken back from the window
+// holds: every field of event.Statement is either kept as it was or one
+// the window leaves out by design (windowStmt). A field added to
+// event.Statement fails here until it is one or the other.
+func TestWindowKeeps(t *testing.T) {
+	left := map[string]bool{"TReqLast": true, "TRespFirst": true, "TransitUS": true, "LockUS": true,
+		"RowsExamined": true, "ZeroWindows": true, "Fingerprint": true, "TextHash": true, "Tags": true, "Statements": true}
+	var s event.Statement
+	v := reflect.ValueOf(&s).Elem()
+	for i := range v.NumField() {
+		fillField(t, v.Type().Field(i).Name, v.Field(i), int64(i+1))
+	}
+	r := newStmtRing(4)
+	r.add(&s)
+	got := r.last(1)[0]
+	g := reflect.ValueOf(got)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		switch kept := reflect.DeepEqual(g.Field(i).Interface(), v.Field(i).Interface()); {
+		case left[name] && !g.Field(i).IsZero():
+			t.Errorf("%s: left out, but the window gave %v", name, g.Field(i).Interface())
+		case !left[name] && !kept:
+			t.Errorf("%s: %v, want %v", name, g.Field(i).Interface(), v.Field(i).Interface())
+		}
+	}
+}
+
+// fillField sets f to a value that is not its zero (n distinguishes
+// fields of one kind).
+func fillField(t *testing.T, name string, f reflect.Value, n int64) {
+	t.Helper()
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(fmt.Sprintf("%s-%d", name, n))
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		f.SetInt(n)
+	case reflect.Uint64, reflect.Uint8, reflect.Uint16, reflect.Uint32:
+		f.SetUint(uint64(n))
+	case reflect.Bool:
+		f.SetBool(true)
+	case reflect.Pointer:
+		p := reflect.New(f.Type().Elem())
+		if p.Elem().Kind() == reflect.Struct {
+			fillField(t, name, p.Elem().Field(0), n)
+		} else {
+			fillField(t, name, p.Elem(), n)
+		}
+		f.Set(p)
+	case reflect.Slice:
+		sl := reflect.MakeSlice(f.Type(), 1, 1)
+		fillField(t, name, sl.Index(0), n)
+		f.Set(sl)
+	case reflect.Map:
+		m := reflect.MakeMap(f.Type())
+		k, e := reflect.New(f.Type().Key()).Elem(), reflect.New(f.Type().Elem()).Elem()
+		fillField(t, name, k, n)
+		fillField(t, name, e, n)
+		m.SetMapIndex(k, e)
+		f.Set(m)
+	case reflect.Struct:
+		for i := range f.NumField() {
+			fillField(t, name+"."+f.Type().Field(i).Name, f.Field(i), n*100+int64(i))
+		}
+	default:
+		t.Fatalf("%s: a field of kind %s", name, f.Kind())
 	}
 }
