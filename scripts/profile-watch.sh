@@ -8,7 +8,8 @@
 #
 # Usage: scripts/profile-watch.sh [BINARY]  (then: go tool pprof -top BINARY OUT/cpu.pprof)
 # Environment: DURATION (seconds, 60), THREADS (8), OUT (where the profile
-# goes, /tmp/gapscope-profile). Needs root (capture), sysbench and the
+# goes, /tmp/gapscope-profile), PS (on; off: performance_schema off, the
+# wire alone). Needs root (capture), sysbench and the
 # mariadb client.
 set -euo pipefail
 cd "$(dirname "$0")/.."

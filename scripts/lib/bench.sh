@@ -44,11 +44,17 @@ sb_result() {
 # consumers on, history_long at its default 1,000 rows, and the sbtest
 # tables prepared for sysbench oltp_read_write on THREADS connections; sets
 # SB, that sysbench command line without its verb (prepare/run).
+# With PS=off, performance_schema is off (MariaDB's default): watch sees
+# the wire alone.
 bench_oltp_lab() {
-  bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
-    --opt=--performance-schema-consumer-events-statements-current=ON \
-    --opt=--performance-schema-consumer-events-statements-history=ON \
-    --opt=--performance-schema-consumer-events-statements-history-long=ON
+  if [ "${PS:-on}" = off ]; then
+    bench_lab --opt=--performance-schema=OFF --opt=--innodb-flush-log-at-trx-commit=2
+  else
+    bench_lab --opt=--performance-schema=ON --opt=--innodb-flush-log-at-trx-commit=2 \
+      --opt=--performance-schema-consumer-events-statements-current=ON \
+      --opt=--performance-schema-consumer-events-statements-history=ON \
+      --opt=--performance-schema-consumer-events-statements-history-long=ON
+  fi
   SB=(sysbench oltp_read_write --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="$PORT" --mysql-user=root
       --mysql-db=sbtest --tables=4 --table-size=20000 --threads="$THREADS")
   mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE sbtest"
