@@ -118,7 +118,11 @@ func TestHugeRequestJoined(t *testing.T) {
 		t.Errorf("request_us %d is less than the request's own transfer (%d µs)", s.RequestUS, s.TReqLast-s.TReqFirst)
 	}
 	for _, n := range s.Notes {
-		if strings.Contains(n, "moved") {
+		// Only the start: a 20 MB statement's server end can trail the OK
+		// packet on the wire by a few hundred µs on a loaded host (the
+		// server frees the request after answering), which the join notes
+		// as it should (-248 µs against 239 allowed, once in four runs).
+		if strings.Contains(n, "server start moved") {
 			t.Errorf("a server start inside the request's transfer is expected, not a clock error: %q", n)
 		}
 	}
