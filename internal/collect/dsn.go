@@ -222,6 +222,9 @@ func openConnector(ctx context.Context, cfg *mysql.Config, wrap func(driver.Conn
 	db.SetConnMaxIdleTime(time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		if ctx.Err() != nil { // given up, not refused: the driver then says "bad connection"
+			return nil, fmt.Errorf("connecting to %s: %w", Target(cfg), ctx.Err())
+		}
 		return nil, MaskError(fmt.Errorf("connecting to %s: %w (is the server running and the DSN right? try: mariadb -h HOST -P PORT -u USER -p)",
 			Target(cfg), err))
 	}
