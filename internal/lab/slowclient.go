@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -93,8 +94,11 @@ func runSlowReaders(ctx context.Context, o SlowClientOptions, r *Result, inst *s
 }
 
 func markReader(r *Result, role string, rd workload.SlowReaderResult) {
+	// The reader's SELECT is the connection's one recursive query; its row
+	// count is not a key, since a header-only capture does not count the
+	// rows of an answer it cut.
 	for _, s := range r.Statements {
-		if s.ConnID == rd.ConnID && s.Rows == rd.Rows && s.Cmd == "COM_QUERY" {
+		if s.ConnID == rd.ConnID && s.Cmd == "COM_QUERY" && strings.HasPrefix(strings.ToUpper(s.SQL), "WITH RECURSIVE") {
 			r.Marked[role] = s
 			r.Seen = append(r.Seen, fmt.Sprintf("%s result, conn %d, %s on the wire: %s", role, rd.ConnID, mb(s.RespBytes), describe(s)))
 			return
