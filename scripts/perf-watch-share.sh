@@ -53,14 +53,18 @@ bench_oltp_lab
 
 # share SIDE FILE: "TAP PROCESS" percentages of all samples in FILE.
 share() {
-  local comm=wirebench sym='^tpacket_rcv$'
+  local comm=wirebench
   [ "$1" = watch ] && comm=$(basename "$GAPSCOPE")
-  case $1 in tcx-*) sym='^bpf_prog_[0-9a-f]+$' ;; esac
   local tap proc
-  # (awk reads to the end: perf report must not die of a closed pipe; the
-  # first match is the one with the most samples)
+  # The kernel's part is the AF_PACKET ring's tap (tpacket_rcv, its socket
+  # filter included) or else the eBPF programs at the hooks (summed, each
+  # counted with what it calls): watch runs either source (--capture).
+  # (awk reads to the end: perf report must not die of a closed pipe)
   tap=$(perf report -i "$2" --children --sort sym --stdio -g none 2>/dev/null |
-    awk -v s="$sym" '$1 ~ /%$/ && $NF ~ s && v == "" {v = $1} END {sub("%", "", v); print v}')
+    awk '$1 ~ /%$/ { p = $1; sub("%", "", p) }
+      $1 ~ /%$/ && $NF == "tpacket_rcv" { tp += p }
+      $1 ~ /%$/ && $NF ~ /^bpf_prog_[0-9a-f]+$/ { bp += p }
+      END { printf "%.2f\n", tp > 0 ? tp : bp }')
   proc=$(perf report -i "$2" --no-children --sort comm --stdio -g none 2>/dev/null |
     awk -v c="$comm" '$1 ~ /%$/ && $2 == substr(c, 1, 15) && v == "" {v = $1} END {sub("%", "", v); print v}')
   echo "${tap:-0} ${proc:-0}"

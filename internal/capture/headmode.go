@@ -37,7 +37,7 @@ import (
 // later (a connection opened before the capture).
 
 // noteRowsUnknown: the statement's answer was cut, its rows not counted.
-const noteRowsUnknown = "header-only capture: rows unknown (part of the answer was not captured)"
+const noteRowsUnknown = event.NoteRowsUnknown
 
 // answerFramer follows the MySQL packet boundaries of one connection's
 // answers as the decoder is fed them.

@@ -104,6 +104,15 @@ type Statement struct {
 	Known Counters `json:"-"`
 }
 
+// The header-only capture's notes on rows (watch --capture ebpf): an
+// answer cut in the middle has its rows uncounted on the wire; the join
+// fills them from the server's own count (performance_schema ROWS_SENT)
+// and says so.
+const (
+	NoteRowsUnknown    = "header-only capture: rows unknown (part of the answer was not captured)"
+	NoteRowsFromServer = "header-only capture: rows from the server's ROWS_SENT (part of the answer was not captured)"
+)
+
 // StatementPart is one of the statements the server ran for a request.
 type StatementPart struct {
 	Digest     string `json:"digest,omitempty"`

@@ -768,7 +768,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	j.observe(c.rows.at(i), s)
 	first := j.take(c, i)
 	start, end, waitPS := first.StartUS, first.EndUS, first.TimerWait
-	lockPS, examined := first.LockTimePS, first.RowsExamined
+	lockPS, examined, sent := first.LockTimePS, first.RowsExamined, first.RowsSent
 	var parts []event.StatementPart // the rows of a multi-statement query, when more than one
 	for i++; multiStatement(s.Cmd) && mayHoldMore(s.SQL) && s.HasResponse() && i < c.rows.len(); i++ {
 		it := c.rows.at(i)
@@ -790,7 +790,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 		}
 		parts = append(parts, partOf(r))
 		end, waitPS = max(end, r.EndUS), waitPS+r.TimerWait
-		lockPS, examined = lockPS+r.LockTimePS, examined+r.RowsExamined
+		lockPS, examined, sent = lockPS+r.LockTimePS, examined+r.RowsExamined, sent+r.RowsSent
 		j.take(c, i)
 		j.stats.Merged++
 	}
@@ -810,6 +810,7 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 	// now, 0 included.
 	s.LockUS, s.RowsExamined = int64(lockPS/collect.PicosPerMicro), examined
 	s.Known |= event.KnowsLockUS | event.KnowsRowsExamined
+	rowsFromServer(s, sent)
 	if first.Digest != "" {
 		s.Digest, s.DigestText = first.Digest, first.DigestText
 	}
@@ -911,4 +912,21 @@ func (j *Joiner) deliver(s *event.Statement) {
 		s.PoolGroup = &j.groups[s.ConnID%uint64(len(j.groups))]
 	}
 	j.emit(s)
+}
+
+// rowsFromServer gives a statement whose rows the wire could not count (a
+// header-only capture cut its answer) the server's count of the rows it
+// sent, and says where they came from. A count of 0 says nothing (the
+// column may be missing): the rows stay unknown.
+func rowsFromServer(s *event.Statement, sent int64) {
+	if sent <= 0 || s.Rows != 0 {
+		return
+	}
+	i := slices.Index(s.Notes, event.NoteRowsUnknown)
+	if i < 0 {
+		return
+	}
+	notes := slices.Clone(s.Notes) // the note slice may be shared
+	notes[i] = event.NoteRowsFromServer
+	s.Notes, s.Rows = notes, sent
 }

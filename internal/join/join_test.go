@@ -3,6 +3,7 @@ package join
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -532,5 +533,49 @@ func TestHoldsCountsRowsOfEndedThreads(t *testing.T) {
 	j.Flush(10_000_000)
 	if j.Holds() {
 		t.Error("the row is still held after MaxWait")
+	}
+}
+
+// A statement whose answer a header-only capture cut has no wire row
+// count; joined, it takes the server's ROWS_SENT (summed over a
+// multi-statement request) and its note says so. A whole answer's count
+// and a row without ROWS_SENT are left as they are.
+func TestJoinFillsRowsTheWireCouldNotCount(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	cut := wire(1, "COM_QUERY", "SELECT 1; SELECT 2", 0, 1000)
+	cut.Notes = []string{"retransmit", event.NoteRowsUnknown}
+	shared := cut.Notes
+	whole := wire(1, "COM_QUERY", "SELECT 3", 2000, 2100)
+	whole.Rows = 4
+	noCount := wire(1, "COM_QUERY", "SELECT 5", 3000, 3100)
+	noCount.Notes = []string{event.NoteRowsUnknown}
+	for _, s := range []*event.Statement{cut, whole, noCount} {
+		j.AddWire(s, 0)
+	}
+	rows := []collect.ServerStatement{
+		row(1, "statement/sql/select", "SELECT 1; SELECT 2", 100, 200),
+		row(1, "statement/sql/select", "SELECT 2", 210, 400),
+		row(1, "statement/sql/select", "SELECT 3", 2010, 2050),
+		row(1, "statement/sql/select", "SELECT 5", 3010, 3050),
+	}
+	rows[0].RowsSent, rows[1].RowsSent, rows[2].RowsSent = 300, 700, 9
+	j.AddServer(rows, readAfter)
+	for _, s := range []*event.Statement{cut, whole, noCount} {
+		if !s.Joined {
+			t.Fatalf("%q not joined: %v", s.SQL, s.Notes)
+		}
+	}
+	if cut.Rows != 1000 || !slices.Equal(cut.Notes, []string{"retransmit", event.NoteRowsFromServer}) {
+		t.Errorf("cut answer: rows %d notes %q, want 1000 from the server", cut.Rows, cut.Notes)
+	}
+	if shared[1] != event.NoteRowsUnknown {
+		t.Errorf("the note slice the capture handed over was written into: %q", shared)
+	}
+	if whole.Rows != 4 {
+		t.Errorf("whole answer: rows %d, want the wire's 4", whole.Rows)
+	}
+	if noCount.Rows != 0 || !slices.Contains(noCount.Notes, event.NoteRowsUnknown) {
+		t.Errorf("a row without ROWS_SENT: rows %d notes %q, want unknown", noCount.Rows, noCount.Notes)
 	}
 }
