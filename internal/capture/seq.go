@@ -15,11 +15,25 @@ type halfFlow struct {
 	free     [][]byte // recycled segment buffers
 }
 
-// oooSeg is a segment that arrived ahead of a hole, copied.
+// oooSeg is a segment that arrived ahead of a hole, copied: data holds
+// its payload, or for a header-only record cut short its first head bytes
+// then its tail; size is its length on the wire.
 type oooSeg struct {
 	seq  uint32
 	tsUS int64
 	data []byte
+	head int
+	size int
+	cut  bool
+}
+
+// packet is the segment as the capture handed it over.
+func (s *oooSeg) packet(tsUS int64) packet {
+	p := packet{tsUS: tsUS, payload: s.data[:s.head], size: s.size}
+	if s.cut {
+		p.tail = s.data[s.head:]
+	}
+	return p
 }
 
 // seqDiff is a-b in sequence space (RFC 1982 arithmetic).
@@ -52,19 +66,10 @@ func (f *flow) data(dir mysqlproto.Direction, p *packet) {
 		f.drain(dir, p.tsUS)
 	case d < 0:
 		f.overlap(dir, p, int(d))
-	case p.cut():
-		// A cut answer is not buffered (its middle is not here to be
-		// delivered later): the hole before it is declared lost.
-		f.t.stats.OutOfOrder++
-		f.flushHole(dir)
-		if seqDiff(p.seq, h.next) > 0 {
-			f.t.stats.Gaps++
-			f.gap(dir, p.tsUS)
-			h.next = p.seq
-		}
-		f.deliverPacket(dir, p, 0)
-		h.next += uint32(n)
 	default:
+		// A cut answer ahead of a hole is buffered as it came (head,
+		// tail and length): a slow reader's receiver drops segments past
+		// its window and the retransmission fills the hole later.
 		f.t.stats.OutOfOrder++
 		f.buffer(dir, p)
 	}
@@ -135,7 +140,7 @@ func (f *flow) buffer(dir mysqlproto.Direction, p *packet) {
 	for i < len(h.ooo) && seqDiff(h.ooo[i].seq, p.seq) < 0 {
 		i++
 	}
-	if i < len(h.ooo) && h.ooo[i].seq == p.seq && len(h.ooo[i].data) >= len(p.payload) {
+	if i < len(h.ooo) && h.ooo[i].seq == p.seq && h.ooo[i].size >= p.size {
 		f.retransmit() // the same early segment twice
 		return
 	}
@@ -143,7 +148,8 @@ func (f *flow) buffer(dir mysqlproto.Direction, p *packet) {
 	if k := len(h.free); k > 0 {
 		buf, h.free = h.free[k-1][:0], h.free[:k-1]
 	}
-	seg := oooSeg{seq: p.seq, tsUS: p.tsUS, data: append(buf, p.payload...)}
+	seg := oooSeg{seq: p.seq, tsUS: p.tsUS, data: append(append(buf, p.payload...), p.tail...),
+		head: len(p.payload), size: p.size, cut: p.cut()}
 	h.ooo = append(h.ooo, oooSeg{})
 	copy(h.ooo[i+1:], h.ooo[i:])
 	h.ooo[i] = seg
@@ -164,8 +170,9 @@ func (f *flow) drain(dir mysqlproto.Direction, tsUS int64) {
 		}
 		h.ooo = h.ooo[:copy(h.ooo, h.ooo[1:])]
 		h.oooBytes -= len(s.data)
-		if fresh := int(seqDiff(s.seq+uint32(len(s.data)), h.next)); fresh > 0 {
-			f.deliver(dir, max(tsUS, s.tsUS), s.data[len(s.data)-fresh:])
+		if fresh := int(seqDiff(s.seq+uint32(s.size), h.next)); fresh > 0 {
+			p := s.packet(max(tsUS, s.tsUS))
+			f.deliverPacket(dir, &p, s.size-fresh)
 			h.next += uint32(fresh)
 		}
 		h.free = append(h.free, s.data)
