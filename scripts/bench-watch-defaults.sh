@@ -20,11 +20,16 @@
 #
 # Usage: scripts/bench-watch-defaults.sh [BINARY]
 # Environment: ROUNDS (12), DURATION (seconds per run, 12), WARMUP (3),
-# THREADS (8), FLOOR (none). Needs root (capture), sysbench and the mariadb
+# THREADS (8), FLOOR (none), KEEP (a directory: each round's watch result,
+# JSON, kept there as watch-ROUND.json, and its statement events as
+# events-ROUND.jsonl, to see why a statement was not joined; writing the
+# events costs watch CPU, so KEEP is for diagnosis, not for figures). Needs root (capture), sysbench and the mariadb
 # client (and tcpdump for FLOOR=tcpdump).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-12}; DURATION=${DURATION:-12}; WARMUP=${WARMUP:-3}; THREADS=${THREADS:-8}; FLOOR=${FLOOR:-}
+KEEP=${KEEP:-}
+[ -z "$KEEP" ] || mkdir -p "$KEEP"
 WORK=$(mktemp -d /tmp/gapscope-bench-defaults.XXXXXX)
 BENCH=bench-watch-defaults
 # shellcheck source=lib/bench.sh
@@ -58,7 +63,9 @@ queries() { sed -n 's/^ *total: *\([0-9]*\)$/\1/p' "$1" | head -1; }
 # (SEEN.. 0 without watch).
 run() {
   if [ "$1" = watch ]; then
-    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json >"$WORK/w.json" 2>"$WORK/w.err" &
+    local keep=()
+    [ -z "$KEEP" ] || keep=(--events "$KEEP/events-$r.jsonl" --events-max-size 0)
+    "$GAPSCOPE" watch --dsn "$DSN" --iface lo --no-live --format json "${keep[@]}" >"$WORK/w.json" 2>"$WORK/w.err" &
     WATCH_PID=$!
     sleep 4 # watch connects, calibrates and opens the capture first (seconds on a loaded host)
   elif [ "$1" = floor ]; then
@@ -85,6 +92,7 @@ run() {
   elif [ -n "$WATCH_PID" ]; then
     kill -INT "$WATCH_PID"; wait "$WATCH_PID" || die "watch failed: $(tail -3 "$WORK/w.err")"
     WATCH_PID=
+    [ -z "$KEEP" ] || cp "$WORK/w.json" "$KEEP/watch-$r.json"
     read -r seen slept outliers joined dropped < <(python3 -c '
 import json, sys
 res = json.load(open(sys.argv[1]))

@@ -64,7 +64,7 @@ share() {
     awk '$1 ~ /%$/ { p = $1; sub("%", "", p) }
       $1 ~ /%$/ && $NF == "tpacket_rcv" { tp += p }
       $1 ~ /%$/ && $NF ~ /^bpf_prog_[0-9a-f]+$/ { bp += p }
-      END { printf "%.2f\n", tp > 0 ? tp : bp }')
+      END { printf "%.2f\n", (tp > 0 ? tp : bp) }')
   proc=$(perf report -i "$2" --no-children --sort comm --stdio -g none 2>/dev/null |
     awk -v c="$comm" '$1 ~ /%$/ && $2 == substr(c, 1, 15) && v == "" {v = $1} END {sub("%", "", v); print v}')
   echo "${tap:-0} ${proc:-0}"

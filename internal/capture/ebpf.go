@@ -22,12 +22,18 @@ import (
 // records into a BPF ring buffer that this process maps and reads in
 // place, as it reads the AF_PACKET ring. The header-only source
 // (ebpfsource.go) and wirebench's floors (benchmarks/wirebench) build
-// their programs on it. The reader is woken only when a megabyte waits,
+// their programs on it. The reader is woken only when BPFWakeBytes wait,
 // or at its timeout, as the AF_PACKET ring hands over a block when it is
 // full or old.
 
-// BPFWakeBytes: a record submitted while this much waits wakes the reader.
-const BPFWakeBytes = 1 << 20
+// BPFWakeBytes: a record submitted while this much waits wakes the
+// reader. Header-only records are small (a cut answer is about 1.3 KB), so
+// a megabyte took over 100 ms to gather at 16k statements/s: a slow
+// statement reached watch after the server's default 1,000-row
+// history_long and the thread's 10-row history had turned over, and its
+// row was lost. A quarter of that wakes the reader a few dozen times a
+// second at saturation and never when idle.
+const BPFWakeBytes = 256 << 10
 
 // Ring buffer header bits (include/uapi/linux/bpf.h).
 const (
