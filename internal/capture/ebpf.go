@@ -27,13 +27,12 @@ import (
 // full or old.
 
 // BPFWakeBytes: a record submitted while this much waits wakes the
-// reader. Header-only records are small (a cut answer is about 1.3 KB), so
-// a megabyte took over 100 ms to gather at 16k statements/s: a slow
-// statement reached watch after the server's default 1,000-row
-// history_long and the thread's 10-row history had turned over, and its
-// row was lost. A quarter of that wakes the reader a few dozen times a
-// second at saturation and never when idle.
-const BPFWakeBytes = 256 << 10
+// reader. It is a guard against the ring filling, not the reader's pace:
+// every record submitted past it, until the reader has run, asks the
+// kernel for another wake-up, which at 256 KiB put the program's share of
+// the host above the AF_PACKET tap's. The reader keeps its own pace with
+// a timer (ebpfsource.go).
+const BPFWakeBytes = 1 << 20
 
 // Ring buffer header bits (include/uapi/linux/bpf.h).
 const (
@@ -76,6 +75,9 @@ type BPFRing struct {
 	mask        uint64
 	wrapped     []byte // a record that wraps past the data's end, copied
 	offset      int64  // CLOCK_REALTIME − CLOCK_MONOTONIC, ns
+	// w waits for the ring through Go's network poller, as the AF_PACKET
+	// ring's reader does (ready.go says why not poll(2)).
+	w *readyWaiter
 	// Hook says where the program runs: "tcx" or "clsact".
 	Hook   string
 	closed bool
@@ -148,6 +150,8 @@ func attachBPF(iface string, ringMB int, build BPFBuild, h hooks) (_ *BPFRing, e
 	if err := s.mmap(int(size)); err != nil {
 		return nil, err
 	}
+	s.w = newReadyWaiter(s.ring.FD())
+	s.w.readable = s.pending
 	s.clock()
 	return s, nil
 }
@@ -269,11 +273,21 @@ func (s *BPFRing) Each(minSize uint64, fn func(rec []byte)) int {
 	return n
 }
 
-// Wait blocks until the program wakes the reader or d passes.
+// Wait blocks until the program wakes the reader, d passes or Interrupt
+// is called.
 func (s *BPFRing) Wait(d time.Duration) {
-	fds := []unix.PollFd{{Fd: int32(s.ring.FD()), Events: unix.POLLIN}}
-	_, _ = unix.Poll(fds, int(d/time.Millisecond))
+	s.w.wait(d)
 	s.clock()
+}
+
+// Interrupt ends the wait in progress and every later one at once (the
+// capture is stopping); safe from any goroutine.
+func (s *BPFRing) Interrupt() { s.w.interrupt() }
+
+// pending reports whether the program committed bytes the reader has not
+// read, from the ring's own memory: no system call.
+func (s *BPFRing) pending() bool {
+	return atomic.LoadUint64(s.consumerPos()) != atomic.LoadUint64(s.producerPos())
 }
 
 // Dropped is the number of packets the program could not queue (the ring
@@ -307,6 +321,9 @@ func (s *BPFRing) Close() {
 	}
 	if s.producer != nil {
 		unix.Munmap(s.producer)
+	}
+	if s.w != nil {
+		s.w.close()
 	}
 	s.prog.Close() // each Close takes a nil receiver (an open that failed)
 	s.ring.Close()
