@@ -5,6 +5,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"sync/atomic"
@@ -232,12 +233,42 @@ func (s *BPFRing) record(pos, size uint64) []byte {
 
 // clock measures the offset from the program's clock (monotonic) to the
 // wall clock gapscope's capture stamps packets with; measured again at
-// every wait, so that a step of the wall clock is followed.
+// every wait, so that a step of the wall clock is followed. The wall clock
+// is read between two readings of the monotonic one: on a saturated host
+// the thread can be descheduled between two readings for tens of
+// milliseconds, and an offset measured across that gap would shift every
+// packet read until the next wait by as much (seen as a 22 ms late answer
+// and request that the server had already served). A measurement whose
+// readings lie more than clockWindowNS apart is tried again, and if none
+// is that tight the last good offset is kept.
 func (s *BPFRing) clock() {
-	var mono, real unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &real)
-	s.offset = real.Nano() - mono.Nano()
+	best, off := int64(math.MaxInt64), int64(0)
+	for range 3 {
+		m1, real, m2 := clockReadings()
+		if w := m2 - m1; w < best {
+			best, off = w, real-m1-w/2
+		}
+		if best <= clockWindowNS {
+			break
+		}
+	}
+	if best <= clockWindowNS || s.offset == 0 {
+		s.offset = off
+	}
+}
+
+// clockWindowNS is the widest gap between the two monotonic readings
+// around the wall clock's that clock accepts.
+const clockWindowNS = 50_000
+
+// clockReadings reads CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_MONOTONIC in
+// nanoseconds (a variable: tests replace it).
+var clockReadings = func() (mono1, real, mono2 int64) {
+	var a, r, b unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &r)
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
+	return a.Nano(), r.Nano(), b.Nano()
 }
 
 // WallUS turns the program's bpf_ktime_get_ns into Unix microseconds.
