@@ -4,7 +4,7 @@ BIN      := bin/gapscope
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build deps demo test test-packet test-short race tidy-check bench fuzz fuzz-brief vet clean deb
+.PHONY: all build deps demo test test-ebpf test-short race tidy-check bench fuzz fuzz-brief vet clean deb
 
 all: build
 
@@ -35,17 +35,16 @@ vet:
 # concurrent packages, plus a brief run of every fuzz target.
 test: build vet tidy-check
 	$(GO) test -count=1 -p 1 -timeout 40m $(PKGS)
-	@$(MAKE) --no-print-directory test-packet
+	@$(MAKE) --no-print-directory test-ebpf
 	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory fuzz-brief FUZZTIME=3s
 
-# test-packet runs the labs that exercise the capture hardest (slow and
-# remote clients, a 20 MB INSERT, a busy server)
-# again with the AF_PACKET ring, which the suite above leaves to the
-# capture package's own tests where eBPF (the default, auto) opens.
-PACKET_TESTS := TestSlowClientLab|TestBusyLabSlowStatementsJoined|TestHugeRequestJoined|TestLabRemoteAcrossFiveMillisecondLink
-test-packet:
-	GAPSCOPE_CAPTURE=packet $(GO) test -count=1 -p 1 -timeout 20m -run '^($(PACKET_TESTS))$$' ./internal/lab ./internal/watch ./cmd/gapscope
+# test-ebpf runs labs that exercise the capture hard (a slow reader, a busy
+# server, a 20 MB INSERT) again with the header-only eBPF capture, which
+# the suite above runs only in the capture package's own tests.
+EBPF_TESTS := TestSlowClientLab|TestBusyLabSlowStatementsJoined|TestHugeRequestJoined
+test-ebpf:
+	GAPSCOPE_CAPTURE=ebpf $(GO) test -count=1 -p 1 -timeout 20m -run '^($(EBPF_TESTS))$$' ./internal/lab ./internal/watch
 
 # tidy-check fails when go.mod or go.sum differ from what go mod tidy would
 # write; -diff prints the difference and changes no file.

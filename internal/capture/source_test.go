@@ -11,14 +11,14 @@ import (
 	"testing"
 )
 
-// OpenSource opens what --capture or GAPSCOPE_CAPTURE names, auto by
+// OpenSource opens what --capture or GAPSCOPE_CAPTURE names, packet by
 // default, auto as eBPF where it opens; a name it does not know is an
 // error, not a silent default.
 func TestOpenSourcePicks(t *testing.T) {
 	_, port := liveListener(t)
 	opts := LiveOptions{Options: Options{Ports: []uint16{port}}, RingMB: 2}
 	for _, c := range []struct{ flag, env, want string }{
-		{"", "", "eBPF"}, // the default is auto
+		{"", "", "AF_PACKET"},
 		{"", "packet", "AF_PACKET"},
 		{"", "ebpf", "eBPF"},
 		{"packet", "ebpf", "AF_PACKET"},
