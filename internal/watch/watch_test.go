@@ -76,7 +76,7 @@ func (h *healthyTally) add(s *event.Statement) {
 // µs alone and 208 µs beside the loop. Saturated joins are
 // TestSampledSysbench's.
 func TestHealthySysbench(t *testing.T) {
-	inst, opts, ctx := sysbenchServer(t, 2, 30*time.Second)
+	inst, opts, ctx := sysbenchServerAt(t, 2, 30*time.Second, sandbox.LabNice)
 	opts.Rate = 150
 	monitor := monitorDSN(t, inst)
 	var h healthyTally
@@ -121,7 +121,14 @@ func TestHealthySysbench(t *testing.T) {
 // run of threads connections lasting d; ctx ends the test's waits.
 func sysbenchServer(t *testing.T, threads int, d time.Duration) (*sandbox.Instance, workload.OLTPOptions, context.Context) {
 	t.Helper()
-	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
+	return sysbenchServerAt(t, threads, d, 0)
+}
+
+// sysbenchServerAt is sysbenchServer with the server's threads at nice
+// (0: as this process).
+func sysbenchServerAt(t *testing.T, threads int, d time.Duration, nice int) (*sandbox.Instance, workload.OLTPOptions, context.Context) {
+	t.Helper()
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs, Nice: nice})
 	if !workload.SysbenchAvailable() {
 		t.Fatal("sysbench is not installed (make deps installs it)")
 	}
