@@ -89,3 +89,22 @@ func BenchmarkExporters(b *testing.B) {
 		run(b, o)
 	})
 }
+
+// BenchmarkPrometheusDistinctDigests is the exporter fed statements of a
+// new digest each (an ORM naming an alias per call): every statement
+// starts ranking a digest, and the ranked set stays at its bound by
+// forgetting. Its cost must not grow with the digests ranked.
+func BenchmarkPrometheusDistinctDigests(b *testing.B) {
+	stmts := benchStatements()
+	names := make([]string, 1<<16)
+	for i := range names {
+		names[i] = fmt.Sprintf("%016x", 1_000_000+i)
+	}
+	p := NewPrometheus(DefaultTopDigests)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s := *stmts[i%len(stmts)]
+		s.Fingerprint = names[i%len(names)]
+		p.Statement(&s)
+	}
+}

@@ -58,7 +58,11 @@ type Prometheus struct {
 	mu      sync.Mutex
 	top     int
 	digests map[string]*digestState
-	other   *digestState
+	// tops counts the digests of digests that have their own series: a
+	// new digest asks it, and an application naming an alias per call
+	// makes every statement a new digest.
+	tops  int
+	other *digestState
 	// raised are the finding codes present in the last snapshot: a code
 	// counts in gapscope_findings_total when it appears, not on every
 	// snapshot that repeats it.
@@ -165,8 +169,9 @@ func (p *Prometheus) track(name string) *digestState {
 		p.forgetSmallest()
 	}
 	d := p.newDigest(name)
-	if p.topCount() < p.top {
+	if p.tops < p.top {
 		d.top = true
+		p.tops++
 	}
 	p.digests[name] = d
 	return d
@@ -176,16 +181,6 @@ func (p *Prometheus) track(name string) *digestState {
 // application generating endless distinct statements must not grow
 // watch's memory without end.
 func (p *Prometheus) maxTracked() int { return max(10*p.top, 1000) }
-
-func (p *Prometheus) topCount() int {
-	n := 0
-	for _, d := range p.digests {
-		if d.top {
-			n++
-		}
-	}
-	return n
-}
 
 // forgetSmallest drops the half of the untracked-series digests with the
 // least client time, so that forgetting happens rarely.
@@ -278,6 +273,7 @@ func (p *Prometheus) rerank() {
 		switch keep := i < p.top; {
 		case keep && !d.top:
 			d.top = true
+			p.tops++
 		case !keep && d.top:
 			p.evict(d)
 		}
@@ -290,6 +286,7 @@ func (p *Prometheus) evict(d *digestState) {
 	p.phase.DeletePartialMatch(labels)
 	p.joined.DeletePartialMatch(labels)
 	p.info.DeletePartialMatch(labels)
+	p.tops--
 	d.top, d.hists, d.joined, d.phase, d.info = false, map[labelPair]prometheus.Observer{}, nil, [5]prometheus.Counter{}, [3]string{}
 }
 

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -121,6 +122,35 @@ func TestPrometheusTopK(t *testing.T) {
 		if _, ok := byDigest(mfs[name])["bbbb"]; ok {
 			t.Errorf("%s keeps the evicted digest's series", name)
 		}
+	}
+}
+
+// An endless stream of distinct digests (an alias per call): at most top
+// of them keep series however many are ranked, forgotten and re-ranked,
+// and a digest that rises above them after a re-rank gets its series.
+func TestPrometheusTopKUnderDistinctDigests(t *testing.T) {
+	p := NewPrometheus(5)
+	for i := range 20_000 {
+		p.Statement(stmt(fmt.Sprintf("%08x", i), int64(1+i%997), true))
+		if i%3000 == 0 {
+			p.Snapshot(&watch.Snapshot{})
+		}
+		if i%2500 == 0 {
+			if n := len(seriesDigests(p)); n > 5 {
+				t.Fatalf("after %d digests: %d digests have series, want at most 5", i+1, n)
+			}
+		}
+	}
+	for range 50 {
+		p.Statement(stmt("big", 100_000, true))
+	}
+	p.Snapshot(&watch.Snapshot{})
+	d := seriesDigests(p)
+	if len(d) != 5 || !slices.Contains(d, "big") || p.tops != len(d) {
+		t.Errorf("series digests after the last re-rank: %v (counted %d), want 5 with big", d, p.tops)
+	}
+	if len(p.digests) > p.maxTracked() {
+		t.Errorf("%d digests ranked, bound %d", len(p.digests), p.maxTracked())
 	}
 }
 
