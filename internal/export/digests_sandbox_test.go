@@ -75,8 +75,8 @@ func TestDistinctDigestsLive(t *testing.T) {
 		t.Fatalf("the watch child failed: %v", err)
 	}
 	peakKB = max(peakKB, got.HWMKB)
-	t.Logf("%d distinct digests through a live watch: peak RSS %d kB (VmHWM %d kB), %.1f s of CPU; %d statements, %d digest rows, top %q; /metrics top %q of %d series; %d joined, unjoined %v",
-		statements, peakKB, got.HWMKB, got.CPUSeconds, got.Statements, got.Rows, got.Top, got.MetricsTop, got.Series, got.Joined, got.Unjoined)
+	t.Logf("%d distinct digests through a live watch: peak RSS %d kB (VmHWM %d kB), %.1f s of CPU; %d statements, %d digest rows, top %q; /metrics top %q of %d series; %d joined, unjoined %v; %d reached no sink",
+		statements, peakKB, got.HWMKB, got.CPUSeconds, got.Statements, got.Rows, got.Top, got.MetricsTop, got.Series, got.Joined, got.Unjoined, got.OutputDropped)
 	if got.Statements < statements {
 		t.Errorf("watch counted %d statements, %d sent", got.Statements, statements)
 	}
@@ -111,6 +111,9 @@ type digestsResult struct {
 	Joined     int64            `json:"joined"`
 	Unjoined   map[string]int64 `json:"unjoined"`
 	CPUSeconds float64          `json:"cpu_s"`
+	// OutputDropped: statements that reached no sink (the exporter's
+	// queue was full).
+	OutputDropped int64 `json:"output_dropped"`
 }
 
 // digestsChild runs watch as `gapscope watch --http` does (its GC
@@ -145,6 +148,7 @@ func digestsChild(t *testing.T, dsn string) {
 	out.HWMKB = sandbox.StatusKB(os.Getpid(), "VmHWM:")
 	out.CPUSeconds = res.Own.CPUSeconds
 	out.Joined, out.Unjoined = res.Coverage.Joined, res.Coverage.Unjoined
+	out.OutputDropped = res.Coverage.OutputDropped
 	b, _ := json.Marshal(out)
 	fmt.Println(digestsDone + string(b))
 }

@@ -1,6 +1,9 @@
 package join
 
-import "github.com/gapscope/gapscope/internal/event"
+import (
+	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+)
 
 // Giving up: what waited longer than MaxWait (Flush), what exceeds
 // MaxPending (enforceBound), and everything at the end of a run
@@ -27,6 +30,56 @@ func (j *Joiner) Flush(nowUS int64) {
 	}
 	j.held.dropStaleRefs()
 	j.expireAnon(cutoff)
+}
+
+// AddServerLost is AddServer for a read that found the server's ring had
+// overwritten rows since the last one. The read holds every row the ring
+// kept, so a wire statement that ended before the oldest of them and is
+// not joined by them will never get its row from the ring: it is given
+// up now (NoRow; the caller knows the loss) rather than held for MaxWait.
+// On a busy server with MariaDB's 1,000-row ring, most of a connection's
+// statements can be lost between two reads, and held for MaxWait they
+// were most of watch's memory. Outliers wait on: a read of their
+// thread's history may still bring their rows.
+func (j *Joiner) AddServerLost(rows []collect.ServerStatement, nowUS int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.readAt = max(j.readAt, nowUS)
+	oldest := int64(noEnd)
+	for i := range rows {
+		if r := &rows[i]; r.StartUS != 0 && r.EndUS != 0 {
+			_, shift := j.clk.clockOf(r)
+			oldest = min(oldest, r.EndUS-shift)
+		}
+	}
+	j.addServer(rows, nowUS)
+	if oldest == noEnd || j.clk.holding {
+		return
+	}
+	cutoff := oldest - max(j.clk.endTolUS, multiSettleUS)
+	for i := range j.thr.anon { // rows of ended threads, not attributed yet: theirs may be among them
+		if r := &j.thr.anon[i].r; r.StartUS != 0 {
+			_, shift := j.clk.clockOf(r)
+			cutoff = min(cutoff, r.StartUS-shift-j.clk.tolUS)
+		}
+	}
+	j.giveUpLost(cutoff)
+}
+
+// giveUpLost gives up, per connection and in order, the wire statements
+// but outliers that ended before cutoff with no pending row that could
+// still be theirs.
+func (j *Joiner) giveUpLost(cutoff int64) {
+	for _, c := range j.conns {
+		for c.wires.len() > 0 {
+			end := windowEnd(c, 0)
+			if c.wires.at(0).s.Outlier || end >= cutoff || j.rowWithin(c, end+j.clk.tolUS) {
+				break
+			}
+			j.unjoined(j.popWire(c), event.NoRow)
+		}
+		j.release(c)
+	}
 }
 
 // FlushAll gives up everything still buffered (end of a run).

@@ -579,3 +579,60 @@ func TestJoinFillsRowsTheWireCouldNotCount(t *testing.T) {
 		t.Errorf("a row without ROWS_SENT: rows %d notes %q, want unknown", noCount.Rows, noCount.Notes)
 	}
 }
+
+// A read that found the server's ring had overwritten rows holds every row
+// the ring kept: the wire statements that ended before the oldest of them
+// (by more than the settle margin) and that its rows do not join are given
+// up at once, on connections whose later rows never come (the whole
+// connection lost between two reads); an outlier waits on for a read of
+// its thread, and a statement near the oldest row waits for later reads.
+func TestJoinLostReadGivesUpAtOnce(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	gone := wire(1, "COM_QUERY", "SELECT 1", 1_000, 1_100) // its connection's every row lost
+	slow := wire(2, "COM_QUERY", "SELECT 2", 2_000, 2_100) // an outlier: a thread read may bring it
+	slow.Outlier = true
+	near := wire(3, "COM_QUERY", "SELECT 3", 500_000, 500_100) // ended after the cutoff
+	kept := wire(4, "COM_QUERY", "SELECT 4", 600_000, 600_100) // its row is in the read
+	for _, s := range []*event.Statement{gone, slow, near, kept} {
+		j.AddWire(s, 0)
+	}
+	j.AddServerLost([]collect.ServerStatement{row(4, "statement/sql/select", "SELECT 4", 600_010, 600_050)}, 700_000)
+	if !kept.Joined {
+		t.Error("the statement whose row the read held was not joined")
+	}
+	if !rec.seen[gone] || gone.Joined || gone.Why != event.NoRow {
+		t.Errorf("the statement whose row the ring lost: emitted %v, reason %s; want given up now, %s", rec.seen[gone], gone.Why, event.NoRow)
+	}
+	if rec.seen[slow] || rec.seen[near] {
+		t.Errorf("given up too early: the outlier %v, the statement near the oldest row %v", rec.seen[slow], rec.seen[near])
+	}
+	if j.Pending() != 2 {
+		t.Errorf("pending %d, want the outlier and the recent statement", j.Pending())
+	}
+	// The same read without a loss gives nothing up.
+	rec2 := newRecorder(t)
+	j2 := New(Options{}, rec2.emit)
+	j2.AddWire(wire(1, "COM_QUERY", "SELECT 1", 1_000, 1_100), 0)
+	j2.AddServer([]collect.ServerStatement{row(4, "statement/sql/select", "SELECT 4", 600_010, 600_050)}, 700_000)
+	if len(rec2.out) != 0 {
+		t.Errorf("a read without a loss gave up %d statements", len(rec2.out))
+	}
+}
+
+// A row of a thread that ended before it was read waits to be attributed
+// to its connection: a lossy read does not give up the statements it may
+// still join.
+func TestJoinLostReadKeepsWhatEndedThreadsMayJoin(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	waits := wire(1, "COM_QUERY", "SELECT 1", 1_000, 1_100)
+	j.AddWire(waits, 0)
+	ended := row(0, "statement/sql/select", "SELECT 1", 1_010, 1_050) // its thread gone: no connection id
+	ended.ThreadID = 555
+	j.AddServer([]collect.ServerStatement{ended}, 690_000) // an earlier read
+	j.AddServerLost([]collect.ServerStatement{row(4, "statement/sql/select", "SELECT 4", 600_010, 600_050)}, 700_000)
+	if rec.seen[waits] && !waits.Joined {
+		t.Errorf("given up (%s) while a row of an ended thread that fits it waits to be attributed", waits.Why)
+	}
+}

@@ -372,8 +372,11 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 		p.side.server.RingLost += lost
 	}
 	p.side.serverM.Unlock()
-	if lost > 0 && from > 0 {
-		p.losses.add(from-lossSlackUS, p.lastPollAt)
+	if lost > 0 {
+		// The first read's loss covers every statement captured before it:
+		// watch captures from its start, and reads the ring only once it
+		// has connected and learnt the server's clock.
+		p.losses.add(max(from-lossSlackUS, 0), p.lastPollAt)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -395,7 +398,11 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 	if p.noWire {
 		p.addServerOnly(got) // nothing to join with: buffering them would only cost
 	} else {
-		p.joiner.AddServer(got, p.lastPollAt) // when the read began: what ended before is in it
+		if lost > 0 { // the ring overwrote rows: what ended before its oldest is gone
+			p.joiner.AddServerLost(got, p.lastPollAt)
+		} else {
+			p.joiner.AddServer(got, p.lastPollAt) // when the read began: what ended before is in it
+		}
 		if len(got) > 0 {
 			signal(p.work)
 		}
