@@ -471,9 +471,11 @@ func (e *engine) joined(s *event.Statement) {
 	if !s.Joined && len(s.Notes) > 0 {
 		waited := s.Why == event.NoRow || s.Why == event.Expired || s.Why == event.RunEnd
 		switch {
-		case waited && !s.Outlier && !joins(e.sample.get(), s.Conn):
+		case waited && !s.Outlier && (!joins(e.sample.get(), s.Conn) || e.sample.lostToSample(s.ConnID, s.TReqFirst)):
 			// Handed to the joiner before the budget cut its connection
-			// out of the sample: the poller dropped its row since.
+			// out of the sample: the poller dropped its row since. Or
+			// its connection was out when its row was read, and a later
+			// cut (another pivot, another share) holds it again.
 			s.Notes[len(s.Notes)-1] = event.SampledOut.Text()
 			s.Why = event.SampledOut
 		case waited && e.losses.covers(s.TRespLast):

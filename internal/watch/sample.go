@@ -35,6 +35,11 @@ type joinSample struct {
 	// when that was first seen.
 	closed map[uint64]time.Time
 	made   bool
+	// leftOut: connections whose rows a read left out or dropped, by when
+	// (µs) one last did. A statement of one of them that began before then
+	// and was given up without its row lost it to the sample, even when a
+	// later cut (another pivot, another share) holds its connection again.
+	leftOut map[uint64]int64
 
 	// The poller's alone (its goroutine; before it starts, build; after it
 	// ended, the result).
@@ -58,7 +63,7 @@ type joinSample struct {
 // gov when there is a budget (nil: none).
 func newJoinSample(s capture.Sample, gov *governor, own *ownAddrs) *joinSample {
 	return &joinSample{s: capture.Sample{N: max(s.N, 1), Key: s.Key}, gov: gov, own: own,
-		in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}}
+		in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}, leftOut: map[uint64]int64{}}
 }
 
 // on reports whether sampling is on (connections left out).
@@ -146,6 +151,35 @@ func (c *joinSample) replaceAt(hosts map[uint64]string, now time.Time) {
 		}
 	}
 	c.in, c.out, c.made = in, out, false
+	c.forgetLeftOut(now.Add(-leftOutMemory).UnixMicro())
+}
+
+// leftOutMemory is how long leftOut remembers a connection: longer than
+// any statement waits for its row (the joiner's MaxWait, 5 s by default)
+// before it is given up.
+const leftOutMemory = time.Minute
+
+// forgetLeftOut forgets the connections last left out before cutoff (µs);
+// under mu.
+func (c *joinSample) forgetLeftOut(cutoff int64) {
+	for id, at := range c.leftOut {
+		if at < cutoff {
+			delete(c.leftOut, id)
+		}
+	}
+}
+
+// lostToSample reports whether a read left out, or dropped, the rows of
+// connection id at or after fromUS: a statement of it that began then and
+// was given up without its row lost that row to the sample.
+func (c *joinSample) lostToSample(id uint64, fromUS int64) bool {
+	if id == 0 || c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.leftOut[id]
+	return ok && at >= fromUS
 }
 
 // closedGrace is how long a closed connection stays out of a sample:
@@ -169,6 +203,10 @@ func (c *joinSample) skipped() []uint64 {
 		slices.Sort(c.list)
 		c.made = true
 	}
+	now := time.Now().UnixMicro() // the read that leaves them out begins
+	for _, id := range c.list {
+		c.leftOut[id] = now
+	}
 	return c.list
 }
 
@@ -186,9 +224,14 @@ func (c *joinSample) keep(rows []collect.ServerStatement, slowPS uint64) ([]coll
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	unknown := false
+	now := time.Now().UnixMicro()
 	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool {
 		unknown = unknown || (r.ConnID != 0 && !c.in[r.ConnID] && !c.out[r.ConnID])
-		return c.out[r.ConnID] && (slowPS == 0 || r.TimerWait < slowPS)
+		drop := c.out[r.ConnID] && (slowPS == 0 || r.TimerWait < slowPS)
+		if drop {
+			c.leftOut[r.ConnID] = now
+		}
+		return drop
 	})
 	return rows, unknown
 }

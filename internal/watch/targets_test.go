@@ -432,3 +432,45 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 		t.Errorf("%d statements reached the sinks, want 2", len(got))
 	}
 }
+
+// A statement whose row a read left out while its connection was out of
+// the sample, and whose connection a later cut (another pivot) holds
+// again, lost that row to the sample all the same: given up at the run's
+// end, its reason is the sample. A statement that began after the last
+// read that left the connection out keeps the joiner's reason.
+func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
+	e := &engine{sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false)
+	e.joiner = join.New(join.Options{}, e.joined)
+	out := capture.Sample{N: 2, Key: 1}
+	port := 40000
+	for out.Follows(uint16(port)) {
+		port++
+	}
+	host := "127.0.0.1:" + strconv.Itoa(port)
+	conn := host + ">127.0.0.1:3306"
+	begun := time.Now().Add(-time.Second).UnixMicro()
+	lost := &event.Statement{Conn: conn, ConnID: 3, Cmd: "COM_QUERY", TReqFirst: begun, TReqLast: begun, TRespFirst: begun + 10, TRespLast: begun + 10}
+	e.joiner.AddWire(lost, 0)
+	e.sample.set(out)
+	e.sample.replace(map[uint64]string{3: host})
+	if skipped := e.sample.skipped(); !slices.Equal(skipped, []uint64{3}) { // the read that leaves its row out
+		t.Fatalf("skipped %v, want [3]", skipped)
+	}
+	later := time.Now().Add(time.Second).UnixMicro()
+	after := &event.Statement{Conn: conn, ConnID: 3, Cmd: "COM_QUERY", TReqFirst: later, TReqLast: later, TRespFirst: later + 10, TRespLast: later + 10}
+	e.joiner.AddWire(after, 0)
+	back := capture.Sample{N: 2, Key: 0} // another pivot: the connection is held again
+	for !back.Follows(uint16(port)) {
+		back.Key++
+	}
+	e.sample.set(back)
+	e.joiner.FlushAll()
+	e.sink.out.close()
+	if lost.Joined || lost.Why != event.SampledOut {
+		t.Errorf("the statement whose row a read left out: reason %s, want %s", lost.Why, event.SampledOut)
+	}
+	if after.Why == event.SampledOut {
+		t.Errorf("a statement begun after its connection was last left out says %s", after.Why)
+	}
+}
