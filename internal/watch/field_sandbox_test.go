@@ -361,7 +361,8 @@ func TestConnectionChurnJoined(t *testing.T) {
 		}
 		byReason[s.Why.String()]++
 	}
-	t.Logf("%d of %d statements joined; unjoined by reason %v; coverage %v, server background %d; join %+v", joined, len(got), byReason, res.Coverage.Unjoined, res.Coverage.ServerBackground, res.Join)
+	t.Logf("%d of %d statements joined; unjoined by reason %v; coverage %v, server background %d; join %+v; watch's CPU %.2f s, %d thread reads",
+		joined, len(got), byReason, res.Coverage.Unjoined, res.Coverage.ServerBackground, res.Join, res.Own.CPUSeconds, res.ServerSide.ThreadReads)
 	if len(got) != conns*each {
 		t.Fatalf("%d point selects reported, want %d", len(got), conns*each)
 	}

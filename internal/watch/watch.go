@@ -210,7 +210,10 @@ type ServerSideStats struct {
 	// statements running past the outlier floor (every 100 ms, every 20 ms
 	// while busy connections' outliers are lost to both histories).
 	RunningScans int64 `json:"running_scans"`
-	SlowDrops    int64 `json:"slow_drops"`
+	// ThreadReads are the reads of which thread serves which connection
+	// (performance_schema.threads), made as the wire sees new connections.
+	ThreadReads int64 `json:"thread_reads"`
+	SlowDrops   int64 `json:"slow_drops"`
 	// PollerWakes are the poller's wake-ups: its reads on schedule, the
 	// outliers and new connections the wire handed it, its retries.
 	PollerWakes int64 `json:"poller_wakes"`
