@@ -209,14 +209,18 @@ type threadLearner struct {
 }
 
 // learnEvery bounds how often new connections make the poller read the
-// threads (a storm of short connections costs one read per interval). Each
-// read also observes the newest thread's id offset, which names the
-// connection of a thread that ended before its rows were read when its
-// rows fit two connections' statements. At 20 ms, connection-per-request
-// clients (three at a time, the same point selects) left 6-46 of 900
-// statements unjoined in about one run in six, those threads' rows given
-// up as background at the run's end; at 5 ms none did in 36 runs, with as
-// many reads (TestConnectionChurnJoined logs them).
+// threads (a storm of short connections costs one read per interval). The
+// capture hands statements over a block of packets at a time, tens of
+// milliseconds after they ran: the read a block's first new connection
+// asks for finds alive only those not closed yet, and the next one, due
+// learnEvery later, those of the block still open then. Each read also
+// observes the newest thread's id offset, which names the connection of a
+// thread that ended before its rows were read when its rows fit two
+// connections' statements. At 20 ms, connection-per-request clients
+// (three at a time, the same point selects) left 6-46 of 900 statements
+// unjoined in about one run in six, those threads' rows given up as
+// background at the run's end; at 5 ms none did in 36 runs, with as many
+// reads (TestConnectionChurnJoined logs them).
 const learnEvery = 5 * time.Millisecond
 
 // While the server opens connections the wire does not see, the threads
