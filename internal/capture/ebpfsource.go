@@ -45,6 +45,9 @@ type EBPF struct {
 	full   *ebpf.Map
 	iface  string
 	closed sync.Once
+	// egressNote, on an interface other than loopback, says what its
+	// egress stamps may count as queue (stampsAsTheRing).
+	egressNote string
 }
 
 // OpenEBPF loads and attaches the header-only program on iface for the
@@ -119,6 +122,9 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	t.stats.KernelDrops = e.ring.Dropped()
 	st := t.Stats()
 	st.Source = "ebpf (" + e.ring.Hook + ")"
+	if e.egressNote != "" {
+		st.Notes = append(st.Notes, e.egressNote)
+	}
 	return st, nil
 }
 

@@ -5,6 +5,7 @@ package capture
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -25,8 +26,8 @@ const (
 	// SourceEBPF is the header-only eBPF capture (ebpfsource.go); opening
 	// it fails where the kernel or the capabilities do not allow it.
 	SourceEBPF = "ebpf"
-	// SourceAuto is eBPF where it opens, the AF_PACKET ring otherwise
-	// (the report says which and why).
+	// SourceAuto is eBPF on a loopback interface where it opens, the
+	// AF_PACKET ring otherwise (the report says which and why).
 	SourceAuto = "auto"
 	// DefaultSource is the source when neither the option nor the
 	// environment names one.
@@ -53,19 +54,49 @@ func OpenSource(iface string, opts LiveOptions) (Source, error) {
 	case SourcePacket:
 		return OpenLive(iface, opts)
 	case SourceEBPF:
-		return OpenEBPF(iface, opts)
-	case SourceAuto:
 		e, err := OpenEBPF(iface, opts)
-		if err == nil {
-			return e, nil
+		if err != nil {
+			return nil, err
+		}
+		if !stampsAsTheRing(iface) {
+			e.egressNote = egressNote(iface)
+		}
+		return e, nil
+	case SourceAuto:
+		why := egressNote(iface)
+		if stampsAsTheRing(iface) {
+			e, err := OpenEBPF(iface, opts)
+			if err == nil {
+				return e, nil
+			}
+			why = fmt.Sprintf("eBPF capture unavailable: %v", err)
 		}
 		l, lerr := OpenLive(iface, opts)
 		if lerr != nil {
 			return nil, lerr
 		}
-		l.fallback = fmt.Sprintf("eBPF capture unavailable: %v", err)
+		l.fallback = why
 		return l, nil
 	default:
 		return nil, fmt.Errorf("capture source %q: want auto, ebpf or packet", src)
 	}
+}
+
+// stampsAsTheRing reports whether the eBPF capture stamps iface's packets
+// where the AF_PACKET ring does: on loopback, where its program runs at
+// the ingress hook. On another interface a leaving packet is stamped at
+// tc's egress hook, before the interface's queue, where the ring's tap
+// sees it after: the time a request waits in a backlogged queue on the
+// application's host would read as the server's queue.
+func stampsAsTheRing(iface string) bool {
+	ifc, err := net.InterfaceByName(iface)
+	return err == nil && isLoopback(ifc.Flags)
+}
+
+func isLoopback(f net.Flags) bool { return f&net.FlagLoopback != 0 }
+
+// egressNote says why auto keeps the ring on iface, and what an explicit
+// eBPF capture there may count as queue.
+func egressNote(iface string) string {
+	return fmt.Sprintf("eBPF stamps packets leaving %s before the interface's queue: a request's wait in a backlogged queue on this host would read as server queue (auto uses eBPF on loopback only)", iface)
 }

@@ -4,11 +4,15 @@ package capture
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gapscope/gapscope/internal/event"
 )
 
 // OpenSource opens what --capture or GAPSCOPE_CAPTURE names, packet by
@@ -74,4 +78,51 @@ func TestOpenSourceAutoFallsBack(t *testing.T) {
 		t.Errorf("auto without the capabilities:\n%s", out)
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
+}
+
+// On an interface other than loopback eBPF stamps a leaving packet at
+// tc's egress hook, before the interface's queue: auto keeps the ring
+// there and says why, and an explicit eBPF capture carries the warning
+// in its notes.
+func TestOpenSourceAutoKeepsTheRingOffLoopback(t *testing.T) {
+	if !stampsAsTheRing("lo") || stampsAsTheRing("no-such-interface") || isLoopback(0) {
+		t.Fatal("loopback not told from other interfaces")
+	}
+	const a, b = "gsauto0", "gsauto1"
+	if out, err := exec.Command("ip", "link", "add", a, "type", "veth", "peer", "name", b).CombinedOutput(); err != nil {
+		t.Fatalf("creating a veth pair (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", a).Run() })
+	if out, err := exec.Command("ip", "link", "set", a, "up").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if stampsAsTheRing(a) {
+		t.Fatalf("%s taken for loopback", a)
+	}
+	opts := LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 2, Source: SourceAuto}
+	src, err := OpenSource(a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := src.Describe(); !strings.HasPrefix(d, "AF_PACKET") || !strings.Contains(d, "before the interface's queue") {
+		t.Errorf("auto on %s opened %q, want the ring and why", a, d)
+	}
+	src.Close()
+	opts.Source = SourceEBPF
+	e, err := OpenSource(a, opts)
+	if ebpfUnavailable(err) {
+		return // the ring's half above is what auto does here
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, err := e.Run(ctx, func(*event.Statement) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(st.Notes, func(n string) bool { return strings.Contains(n, "before the interface's queue") }) {
+		t.Errorf("an explicit eBPF capture on %s: notes %q, want the egress warning", a, st.Notes)
+	}
 }
