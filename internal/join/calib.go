@@ -108,13 +108,22 @@ func (c *joinClock) reset() { *c = newJoinClock(c.opts) }
 // say: its times are then taken as they are) and what to subtract from
 // its times to put them on the capture clock with the current estimate.
 func (c *joinClock) clockOf(r *collect.ServerStatement) (base, shift int64) {
+	base, shift = c.shiftOf(r)
+	if r.StartUS != 0 {
+		c.off.base = base
+	}
+	return base, shift
+}
+
+// shiftOf is clockOf without noting the row's origin as the current one:
+// for rows only looked at, not buffered.
+func (c *joinClock) shiftOf(r *collect.ServerStatement) (base, shift int64) {
 	if r.StartUS == 0 {
 		return 0, 0 // not calibrated at all: nothing to correct
 	}
 	if r.TimerStart != 0 {
 		base = r.StartUS - int64(r.TimerStart/collect.PicosPerMicro)
 	}
-	c.off.base = base
 	return base, c.off.shift(base)
 }
 

@@ -48,7 +48,7 @@ func (j *Joiner) AddServerLost(rows []collect.ServerStatement, nowUS int64) {
 	oldest := int64(noEnd)
 	for i := range rows {
 		if r := &rows[i]; r.StartUS != 0 && r.EndUS != 0 {
-			_, shift := j.clk.clockOf(r)
+			_, shift := j.clk.shiftOf(r)
 			oldest = min(oldest, r.EndUS-shift)
 		}
 	}
@@ -59,7 +59,7 @@ func (j *Joiner) AddServerLost(rows []collect.ServerStatement, nowUS int64) {
 	cutoff := oldest - max(j.clk.endTolUS, multiSettleUS)
 	for i := range j.thr.anon { // rows of ended threads, not attributed yet: theirs may be among them
 		if r := &j.thr.anon[i].r; r.StartUS != 0 {
-			_, shift := j.clk.clockOf(r)
+			_, shift := j.clk.shiftOf(r)
 			cutoff = min(cutoff, r.StartUS-shift-j.clk.tolUS)
 		}
 	}

@@ -216,11 +216,8 @@ type threadLearner struct {
 // learnEvery later, those of the block still open then. Each read also
 // observes the newest thread's id offset, which names the connection of a
 // thread that ended before its rows were read when its rows fit two
-// connections' statements. At 20 ms, connection-per-request clients
-// (three at a time, the same point selects) left 6-46 of 900 statements
-// unjoined in about one run in six, those threads' rows given up as
-// background at the run's end; at 5 ms none did in 36 runs, with as many
-// reads (TestConnectionChurnJoined logs them).
+// connections' statements. At 20 ms connection-per-request clients lost
+// joins to such threads (docs/performance.md).
 const learnEvery = 5 * time.Millisecond
 
 // While the server opens connections the wire does not see, the threads

@@ -73,7 +73,9 @@ func (h *healthyTally) add(s *event.Statement) {
 // watch saturate the 2 cores, and queue_us then holds real run-queue waits
 // (the server thread is runnable but not running): p99 150 µs alone, 370
 // µs beside a one-core busy loop, 1,046 µs in one CI run; capped, 75-82
-// µs alone and 208 µs beside the loop. Saturated joins are
+// µs alone and 208 µs beside the loop. The server runs at
+// sandbox.LabNice besides, so that other load on the host does not keep
+// its threads off the CPU either. Saturated joins are
 // TestSampledSysbench's.
 func TestHealthySysbench(t *testing.T) {
 	inst, opts, ctx := sysbenchServerAt(t, 2, 30*time.Second, sandbox.LabNice)
