@@ -110,7 +110,8 @@ func run() error {
 
 // runDecode runs the live capture; start is called once the ring is open
 // and filtered, so that opening it is not counted. The source is
-// $GAPSCOPE_CAPTURE's (packet by default; ebpf: the header-only capture).
+// $GAPSCOPE_CAPTURE's (ebpf: the header-only capture; by default auto,
+// which keeps the ring here: no server rows are read).
 func runDecode(ctx context.Context, iface string, opts capture.LiveOptions, dur time.Duration, start func()) (result, error) {
 	l, err := capture.OpenSource(iface, opts)
 	if err != nil {

@@ -126,7 +126,7 @@ overrides it).`,
 	fl.StringVar(&f.memProfile, "memprofile", "", "write a Go heap profile of gapscope itself to this file on exit, and to FILE.1, FILE.2... on each SIGUSR1 (diff two with go tool pprof -base)")
 	fl.IntVar(&f.top, "top", 20, "digests in the final text report (0: all)")
 	f.exp.register(fl)
-	fl.StringVar(&f.source, "capture", "", "live capture: packet (the AF_PACKET ring, every byte), ebpf (a header-only eBPF program: cheaper; a long answer's rows unknown unless joined) or auto (ebpf on loopback where the kernel and capabilities allow, else packet: elsewhere eBPF stamps leaving packets before the interface's queue; the report says which ran); default: $"+capture.SourceEnv+", else "+capture.DefaultSource)
+	fl.StringVar(&f.source, "capture", "", "live capture: packet (the AF_PACKET ring, every byte), ebpf (a header-only eBPF program: cheaper; a long answer's rows unknown unless joined) or auto (ebpf on loopback when performance_schema's statement rows are read and the kernel and capabilities allow, else packet: elsewhere eBPF stamps leaving packets before the interface's queue, and without the server's rows a long answer's rows would stay unknown; the report says which ran); default: $"+capture.SourceEnv+", else "+capture.DefaultSource)
 	fl.StringVar(&f.capturePoint, "capture-point", capture.PointAuto, "where the capture runs: server (the server's host), client (the application's host), between (a tap), or auto (from this host's addresses); off the server's host the network transit measured from TCP goes to request and delivery, never to queue")
 	return cmd
 }

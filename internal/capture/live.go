@@ -35,6 +35,10 @@ type LiveOptions struct {
 	// SourceEBPF or SourcePacket ("": GAPSCOPE_CAPTURE, else
 	// DefaultSource).
 	Source string
+	// ServerRows: the run reads the server's statement rows, which give a
+	// statement whose answer the header-only capture cut its rows when
+	// joined. Auto uses eBPF only then.
+	ServerRows bool
 	// BlockKB is the size of one ring block (default 1024 KiB; at least
 	// 64 KiB, the largest frame). The kernel hands the ring over block by
 	// block: smaller blocks mean more handovers (wake-ups) per packet.

@@ -26,12 +26,13 @@ const (
 	// SourceEBPF is the header-only eBPF capture (ebpfsource.go); opening
 	// it fails where the kernel or the capabilities do not allow it.
 	SourceEBPF = "ebpf"
-	// SourceAuto is eBPF on a loopback interface where it opens, the
+	// SourceAuto is eBPF where it opens on a loopback interface and the
+	// run reads the server's statement rows (LiveOptions.ServerRows), the
 	// AF_PACKET ring otherwise (the report says which and why).
 	SourceAuto = "auto"
 	// DefaultSource is the source when neither the option nor the
 	// environment names one.
-	DefaultSource = SourcePacket
+	DefaultSource = SourceAuto
 	// SourceEnv names the source when LiveOptions.Source is empty, so that
 	// test suites can run each.
 	SourceEnv = "GAPSCOPE_CAPTURE"
@@ -63,13 +64,13 @@ func OpenSource(iface string, opts LiveOptions) (Source, error) {
 		}
 		return e, nil
 	case SourceAuto:
-		why := egressNote(iface)
-		if stampsAsTheRing(iface) {
+		why := autoKeepsTheRing(iface, opts.ServerRows)
+		if why == "" {
 			e, err := OpenEBPF(iface, opts)
 			if err == nil {
 				return e, nil
 			}
-			why = fmt.Sprintf("eBPF capture unavailable: %v", err)
+			why = fmt.Sprintf("auto: the eBPF capture is unavailable: %v", err)
 		}
 		l, lerr := OpenLive(iface, opts)
 		if lerr != nil {
@@ -95,8 +96,25 @@ func stampsAsTheRing(iface string) bool {
 
 func isLoopback(f net.Flags) bool { return f&net.FlagLoopback != 0 }
 
-// egressNote says why auto keeps the ring on iface, and what an explicit
-// eBPF capture there may count as queue.
+// autoKeepsTheRing says why auto keeps the ring rather than the
+// header-only capture ("": it need not). Off loopback eBPF stamps where
+// the ring does not (stampsAsTheRing). Without the server's statement rows
+// (performance_schema off, its consumers off, or no server read at all) a
+// cut answer's rows could come from nowhere: every multi-row answer longer
+// than the program's head and tail would read "rows unknown", where the
+// ring counts them.
+func autoKeepsTheRing(iface string, serverRows bool) string {
+	switch {
+	case !stampsAsTheRing(iface):
+		return fmt.Sprintf("auto: eBPF only on loopback (leaving %s it would stamp packets before the interface's queue)", iface)
+	case !serverRows:
+		return "auto: eBPF only where the server's statement rows are read (they give a cut answer its rows; performance_schema's statement history is not read here)"
+	}
+	return ""
+}
+
+// egressNote says what an explicit eBPF capture on iface may count as
+// queue.
 func egressNote(iface string) string {
 	return fmt.Sprintf("eBPF stamps packets leaving %s before the interface's queue: a request's wait in a backlogged queue on this host would read as server queue (auto uses eBPF on loopback only)", iface)
 }

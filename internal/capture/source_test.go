@@ -15,31 +15,37 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// OpenSource opens what --capture or GAPSCOPE_CAPTURE names, packet by
-// default, auto as eBPF where it opens; a name it does not know is an
-// error, not a silent default.
+// OpenSource opens what --capture or GAPSCOPE_CAPTURE names, auto by
+// default, auto as eBPF where it opens and the server's rows are read; a
+// name it does not know is an error, not a silent default.
 func TestOpenSourcePicks(t *testing.T) {
 	_, port := liveListener(t)
 	opts := LiveOptions{Options: Options{Ports: []uint16{port}}, RingMB: 2}
-	for _, c := range []struct{ flag, env, want string }{
-		{"", "", "AF_PACKET"},
-		{"", "packet", "AF_PACKET"},
-		{"", "ebpf", "eBPF"},
-		{"packet", "ebpf", "AF_PACKET"},
-		{"ebpf", "", "eBPF"},
-		{"auto", "", "eBPF"},
+	for _, c := range []struct {
+		flag, env  string
+		serverRows bool
+		want       string
+	}{
+		{"", "", true, "eBPF"},
+		{"", "", false, "AF_PACKET ring on lo (auto: eBPF only where the server's statement rows are read"},
+		{"", "packet", true, "AF_PACKET"},
+		{"", "ebpf", false, "eBPF"},
+		{"packet", "ebpf", true, "AF_PACKET"},
+		{"ebpf", "", false, "eBPF"},
+		{"auto", "", true, "eBPF"},
+		{"auto", "packet", false, "AF_PACKET ring on lo (auto: "},
 	} {
 		t.Setenv(SourceEnv, c.env)
-		opts.Source = c.flag
+		opts.Source, opts.ServerRows = c.flag, c.serverRows
 		src, err := OpenSource("lo", opts)
 		if ebpfUnavailable(err) {
 			t.Skipf("no eBPF capture here: %v", err)
 		}
 		if err != nil {
-			t.Fatalf("flag %q env %q: %v", c.flag, c.env, err)
+			t.Fatalf("flag %q env %q server rows %v: %v", c.flag, c.env, c.serverRows, err)
 		}
 		if d := src.Describe(); !strings.HasPrefix(d, c.want) {
-			t.Errorf("flag %q env %q: opened %q, want %s", c.flag, c.env, d, c.want)
+			t.Errorf("flag %q env %q server rows %v: opened %q, want %s", c.flag, c.env, c.serverRows, d, c.want)
 		}
 		src.Close()
 	}
@@ -55,7 +61,7 @@ func TestOpenSourcePicks(t *testing.T) {
 func TestOpenSourceAutoFallsBack(t *testing.T) {
 	_, port := liveListener(t)
 	if os.Getenv("GAPSCOPE_TEST_NO_BPF") == "1" {
-		src, err := OpenSource("lo", LiveOptions{Options: Options{Ports: []uint16{port}}, RingMB: 2, Source: SourceAuto})
+		src, err := OpenSource("lo", LiveOptions{Options: Options{Ports: []uint16{port}}, RingMB: 2, Source: SourceAuto, ServerRows: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +80,7 @@ func TestOpenSourceAutoFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "DESCRIBE: AF_PACKET ring on lo (eBPF capture unavailable: ") {
+	if !strings.Contains(string(out), "DESCRIBE: AF_PACKET ring on lo (auto: the eBPF capture is unavailable: ") {
 		t.Errorf("auto without the capabilities:\n%s", out)
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
@@ -99,7 +105,7 @@ func TestOpenSourceAutoKeepsTheRingOffLoopback(t *testing.T) {
 	if stampsAsTheRing(a) {
 		t.Fatalf("%s taken for loopback", a)
 	}
-	opts := LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 2, Source: SourceAuto}
+	opts := LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 2, Source: SourceAuto, ServerRows: true}
 	src, err := OpenSource(a, opts)
 	if err != nil {
 		t.Fatal(err)

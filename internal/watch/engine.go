@@ -313,7 +313,7 @@ func (e *engine) openCapture() (live capture.Source, noWire bool, err error) {
 	}
 	live, err = capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
 		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
-		RingMB: e.opts.RingMB, MaxRingMB: e.opts.MaxRingMB, Source: e.opts.Capture})
+		RingMB: e.opts.RingMB, MaxRingMB: e.opts.MaxRingMB, Source: e.opts.Capture, ServerRows: e.readsRows})
 	if err != nil {
 		e.noteServerOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
 		err = nil
