@@ -56,6 +56,9 @@ type parts struct {
 	N                                                    int
 	Client, Request, Queue, Exec, Stall, Delivery        int64
 	ReqBytes, RespBytes, ZeroWindowUS, Retransmits, Rows int64
+	// RowsUnknown counts the statements whose rows the capture could not
+	// count (event.Statement.RowsUnknown), left out of Rows.
+	RowsUnknown int64
 }
 
 func (p *parts) add(s *event.Statement) {
@@ -70,7 +73,11 @@ func (p *parts) add(s *event.Statement) {
 	p.RespBytes += s.RespBytes
 	p.ZeroWindowUS += s.ZeroWindowUS
 	p.Retransmits += int64(s.Retransmits)
-	p.Rows += s.Rows
+	if s.RowsUnknown() {
+		p.RowsUnknown++
+	} else {
+		p.Rows += s.Rows
+	}
 }
 
 // share returns part/whole, 0 when whole is 0.
@@ -173,7 +180,10 @@ type digestTally struct {
 	TimeUS     int64  `json:"time_us"`
 	MaxUS      int64  `json:"max_us"`
 	Rows       int64  `json:"rows"`
-	Example    string `json:"example"`
+	// RowsUnknown: calls whose rows the capture could not count, left
+	// out of Rows.
+	RowsUnknown int    `json:"rows_unknown,omitempty"`
+	Example     string `json:"example"`
 }
 
 func digestTallies(stmts []*event.Statement, key func(*event.Statement) int64) []digestTally {
@@ -187,7 +197,11 @@ func digestTallies(stmts []*event.Statement, key func(*event.Statement) int64) [
 		}
 		t.Calls++
 		t.TimeUS += key(s)
-		t.Rows += s.Rows
+		if s.RowsUnknown() {
+			t.RowsUnknown++
+		} else {
+			t.Rows += s.Rows
+		}
 		if key(s) > t.MaxUS {
 			t.MaxUS, t.Example = key(s), cmp.Or(s.SQL, s.DigestText)
 		}

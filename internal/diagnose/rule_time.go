@@ -46,7 +46,7 @@ func checkServerExec(w *Window) []event.Finding {
 		return nil
 	}
 	exec := func(s *event.Statement) int64 { return s.ExecUS }
-	return []event.Finding{{
+	f := event.Finding{
 		Code:     CodeServerExec,
 		Severity: event.SeverityWarning,
 		Summary: fmt.Sprintf("%d slow statement(s) spent %s executing, %s of their %s at the client; the server's own work dominates",
@@ -61,7 +61,11 @@ func checkServerExec(w *Window) []event.Finding {
 			"examples":        topExamples(slow, exec),
 		},
 		Fix: "look at the plans of the digests in the evidence while they run (SHOW EXPLAIN FOR <conn_id> on MariaDB, EXPLAIN FOR CONNECTION on MySQL, or gapscope plans) and add the missing index or refresh statistics (ANALYZE TABLE); check lock waits in performance_schema.events_waits_history for those threads",
-	}}
+	}
+	if sum.RowsUnknown > 0 { // rows is then the others' sum
+		f.Evidence["rows_unknown"] = sum.RowsUnknown
+	}
+	return []event.Finding{f}
 }
 
 // checkNetwork fires when slow statements spent most of their time moving

@@ -3,6 +3,8 @@
 // only the standard library so that every layer can depend on it.
 package event
 
+import "slices"
+
 // Error is a server error returned to a statement (an ERR packet).
 type Error struct {
 	Code  uint16 `json:"code"`
@@ -135,6 +137,14 @@ func (s Span) Overlap(from, to int64) int64 {
 // HasResponse reports whether the statement got a response on the wire
 // (COM_QUIT, COM_STMT_CLOSE and COM_STMT_SEND_LONG_DATA get none).
 func (s *Statement) HasResponse() bool { return s.TRespLast != 0 }
+
+// RowsUnknown reports whether the statement's Rows is unknown rather than
+// a count (NoteRowsUnknown: the header-only capture cut its answer and no
+// server row gave the count): a sum or an average over statements must
+// leave it out, not count it as 0.
+func (s *Statement) RowsUnknown() bool {
+	return len(s.Notes) > 0 && slices.Contains(s.Notes, NoteRowsUnknown)
+}
 
 // Severity orders findings.
 type Severity string

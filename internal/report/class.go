@@ -278,23 +278,26 @@ func (v *valueCounts) list() []Count {
 // classStats is what a class keeps beyond the profile table's totals:
 // pt-query-digest's per-class report.
 type classStats struct {
-	minUS   int64
-	sumSq   float64 // of latencies in µs², for the standard deviation
-	exact   []int64 // every latency while calls <= exactValues, else nil
-	hist    [HistogramBuckets]int64
-	lock    attr
-	rows    attr
-	exam    attr
-	aff     attr
-	bytes   attr
-	dbs     valueCounts
-	users   valueCounts
-	hosts   valueCounts
-	errs    errorCounts
-	firstUS int64
-	lastUS  int64
-	sample  Sample
-	plan    *Plan
+	minUS int64
+	sumSq float64 // of latencies in µs², for the standard deviation
+	exact []int64 // every latency while calls <= exactValues, else nil
+	hist  [HistogramBuckets]int64
+	lock  attr
+	rows  attr // over the calls whose rows are known
+	// rowsUnknown counts the calls whose rows the capture could not count
+	// (event.Statement.RowsUnknown): left out of rows.
+	rowsUnknown int64
+	exam        attr
+	aff         attr
+	bytes       attr
+	dbs         valueCounts
+	users       valueCounts
+	hosts       valueCounts
+	errs        errorCounts
+	firstUS     int64
+	lastUS      int64
+	sample      Sample
+	plan        *Plan
 }
 
 // Sample is the class's slowest statement, as pt-query-digest shows it.
@@ -313,7 +316,11 @@ func (c *classStats) add(s *event.Statement, x *Extra, us, calls int64) {
 	c.keep(us, calls)
 	c.hist[histBucket(us)]++
 	c.lock.add(s.LockUS)
-	c.rows.add(s.Rows)
+	if s.RowsUnknown() {
+		c.rowsUnknown++
+	} else {
+		c.rows.add(s.Rows)
+	}
 	c.exam.add(s.RowsExamined)
 	c.bytes.add(s.RespBytes)
 	c.dbs.add(s.DB, 1)
@@ -397,6 +404,7 @@ func (c *classStats) merge(o *classStats, calls, oCalls int64) {
 	}
 	c.lock.merge(o.lock)
 	c.rows.merge(o.rows)
+	c.rowsUnknown += o.rowsUnknown
 	c.exam.merge(o.exam)
 	c.aff.merge(o.aff)
 	c.bytes.merge(o.bytes)

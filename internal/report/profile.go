@@ -621,21 +621,25 @@ type ProfileResult struct {
 // DDSketch with 1% relative accuracy; Parts is present when some calls were
 // joined.
 type DigestRow struct {
-	Digest       string `json:"digest"`
-	DigestText   string `json:"digest_text"`
-	Calls        int64  `json:"calls"`
-	TotalUS      int64  `json:"total_us"`
-	MinUS        int64  `json:"min_us"`
-	AvgUS        int64  `json:"avg_us"`
-	StddevUS     int64  `json:"stddev_us"`
-	P50US        int64  `json:"p50_us"`
-	P95US        int64  `json:"p95_us"`
-	P99US        int64  `json:"p99_us"`
-	MaxUS        int64  `json:"max_us"`
-	Rows         int64  `json:"rows"`
-	RespBytes    int64  `json:"resp_bytes"`
-	Errors       int64  `json:"errors"`
-	ZeroWindowUS int64  `json:"zero_window_us"`
+	Digest     string `json:"digest"`
+	DigestText string `json:"digest_text"`
+	Calls      int64  `json:"calls"`
+	TotalUS    int64  `json:"total_us"`
+	MinUS      int64  `json:"min_us"`
+	AvgUS      int64  `json:"avg_us"`
+	StddevUS   int64  `json:"stddev_us"`
+	P50US      int64  `json:"p50_us"`
+	P95US      int64  `json:"p95_us"`
+	P99US      int64  `json:"p99_us"`
+	MaxUS      int64  `json:"max_us"`
+	Rows       int64  `json:"rows"`
+	// RowsUnknown counts the calls whose rows the header-only capture could
+	// not count (their answer was cut and no server row gave the count):
+	// Rows, RowsSent and Attributes.RowsSent are over the other calls.
+	RowsUnknown  int64 `json:"rows_unknown,omitempty"`
+	RespBytes    int64 `json:"resp_bytes"`
+	Errors       int64 `json:"errors"`
+	ZeroWindowUS int64 `json:"zero_window_us"`
 	SlowLogTotals
 	RowsSent     int64 `json:"rows_sent"`
 	RowsAffected int64 `json:"rows_affected"`
@@ -759,7 +763,7 @@ func (a *agg) row() DigestRow {
 		Digest: a.digest, DigestText: a.text, Calls: a.calls, TotalUS: a.totalUS,
 		MinUS: a.minUS, AvgUS: a.avg(), StddevUS: a.stddev(),
 		P50US: a.quantile(0.50), P95US: a.quantile(0.95), P99US: a.quantile(0.99), MaxUS: a.maxUS,
-		Rows: a.rows.sum, RespBytes: a.bytes.sum, Errors: a.errors, ZeroWindowUS: a.zeroWindowUS,
+		Rows: a.rows.sum, RowsUnknown: a.rowsUnknown, RespBytes: a.bytes.sum, Errors: a.errors, ZeroWindowUS: a.zeroWindowUS,
 		RowsSent: a.rows.sum, RowsAffected: a.aff.sum, BytesSent: a.bytes.sum,
 		Histogram: a.hist, Attributes: a.attrs(),
 		Databases: a.dbs.list(), Users: a.users.list(), Hosts: a.hosts.list(), ErrorsByCode: a.errs.list(),
@@ -792,7 +796,7 @@ func (a *agg) avg() int64 {
 
 func (a *agg) attrs() ClassAttrs {
 	return ClassAttrs{
-		LockUS: a.lock.result(a.calls), RowsSent: a.rows.result(a.calls), RowsExamined: a.exam.result(a.calls),
+		LockUS: a.lock.result(a.calls), RowsSent: a.rows.result(a.calls - a.rowsUnknown), RowsExamined: a.exam.result(a.calls),
 		RowsAffected: a.aff.result(a.calls), BytesSent: a.bytes.result(a.calls),
 	}
 }

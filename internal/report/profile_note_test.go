@@ -59,3 +59,43 @@ func TestProfileCountsNotesBeyondRecent(t *testing.T) {
 		}
 	}
 }
+
+// A call whose rows the header-only capture could not count is left out
+// of the digest's rows (sum, min, average), counted apart, and shown as a
+// lower bound ("+") or "?"; a cut answer whose rows came from the server
+// counts as any other.
+func TestProfileLeavesUnknownRowsOut(t *testing.T) {
+	p := NewProfile(ProfileOptions{})
+	add := func(sql string, rows int64, note string) {
+		s := &event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: sql, Digest: sql, DigestText: sql, Rows: rows, Parts: event.Parts{ClientUS: 5}}
+		if note != "" {
+			s.Notes = []string{note}
+		}
+		p.Add(s)
+	}
+	add("select a from t", 10, "")
+	add("select a from t", 0, event.NoteRowsUnknown)
+	add("select a from t", 30, event.NoteRowsFromServer)
+	add("select b from u", 0, event.NoteRowsUnknown)
+	rows := map[string]DigestRow{}
+	for _, d := range p.Result().Digests {
+		rows[d.DigestText] = d
+	}
+	d, ok := rows["select a from t"]
+	if !ok {
+		t.Fatalf("digests %v", rows)
+	}
+	if d.Rows != 40 || d.RowsSent != 40 || d.RowsUnknown != 1 {
+		t.Errorf("rows %d, rows_sent %d, rows_unknown %d: want 40, 40, 1", d.Rows, d.RowsSent, d.RowsUnknown)
+	}
+	if a := d.Attributes.RowsSent; a.Min != 10 || a.Avg != 20 || a.Max != 30 {
+		t.Errorf("rows_sent attribute %+v: want min 10, avg 20 over the two known calls, max 30", a)
+	}
+	if got := rowsCell(d); got != "40+" {
+		t.Errorf("text cell %q, want 40+ (at least)", got)
+	}
+	u := rows["select b from u"]
+	if u.RowsUnknown != 1 || u.Rows != 0 || rowsCell(u) != "?" {
+		t.Errorf("every call unknown: rows %d, unknown %d, cell %q; want 0, 1, ?", u.Rows, u.RowsUnknown, rowsCell(u))
+	}
+}

@@ -110,7 +110,7 @@ func writeLatencyTable(w *bufio.Writer, r *ProfileResult, rows []DigestRow, widt
 		cells := []string{
 			fmt.Sprint(i + 1), duration(d.TotalUS), percent(d.TotalUS, r.TotalUS), count(d.Calls),
 			duration(d.P50US), duration(d.P95US), duration(d.P99US), duration(d.MaxUS),
-			count(d.Rows), respBytes(r, d), count(d.Errors),
+			rowsCell(d), respBytes(r, d), count(d.Errors),
 		}
 		if server {
 			lock, examined := d.Known()
@@ -120,6 +120,19 @@ func writeLatencyTable(w *bufio.Writer, r *ProfileResult, rows []DigestRow, widt
 		}
 		writeRow(w, cols, cells, d.DigestText, width)
 	}
+}
+
+// rowsCell is a digest's rows: "?" when no call's rows are known (the
+// header-only capture cut every answer and no server row gave the
+// count), the known calls' sum and "+" (at least) when some are unknown.
+func rowsCell(d DigestRow) string {
+	switch {
+	case d.RowsUnknown == 0:
+		return count(d.Rows)
+	case d.RowsUnknown >= d.Calls:
+		return "?"
+	}
+	return count(d.Rows) + "+"
 }
 
 // respBytes is a digest's response bytes, "?" when the input cannot show

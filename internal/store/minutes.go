@@ -81,7 +81,9 @@ func (r *minuteRow) count(s *event.Statement, kept bool) {
 	r.execUS += s.ExecUS
 	r.stallUS += s.SendStallUS
 	r.serverUS += s.ServerUS
-	r.rows += s.Rows
+	if !s.RowsUnknown() { // a cut answer's rows: not 0, unknown
+		r.rows += s.Rows
+	}
 }
 
 // statementDigest is the key a statement is counted under: its digest,
