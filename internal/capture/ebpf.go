@@ -58,9 +58,15 @@ const (
 	BPFSkbLen   = 0  // __sk_buff.len
 	skbProtocol = 16 // __sk_buff.protocol (network order)
 	// BPFScratch is where BPFMatch leaves the IP header on the stack (20
-	// bytes, or 40 for IPv6, from here up to -24 at most); -8..-4 hold the
-	// TCP ports as sent.
-	BPFScratch = -64
+	// bytes, or 40 for IPv6, from here up to -24 at most; an IPv4 header
+	// without options has the TCP header's first 20 bytes after it);
+	// -8..-4 hold the TCP ports as sent, BPFTCPOffset the TCP header's
+	// data-offset byte.
+	BPFScratch   = -64
+	BPFTCPOffset = -24
+	// bpfTCPHead is where BPFMatch loads the TCP header's first 13 bytes
+	// (ports to data offset) when they did not come with the IP header.
+	bpfTCPHead = -160
 )
 
 // BPFRing is an attached program, the ring buffer it fills and a per-CPU
@@ -369,9 +375,13 @@ func Be16(v uint16) int32 { return int32(v>>8 | v<<8&0xff00) }
 // is not one to keep; it jumps to fromServer when its source port is one
 // of ports (the server's answer), to toServer when its destination is
 // (a request), with r6 the packet, r7 the TCP header's offset, r8 the IP
-// version (4 or 6) and the IP header on the stack at BPFScratch (20 bytes,
-// or 40 for IPv6). It keeps TCP over IPv4 or IPv6 (no extension headers,
-// not a later fragment).
+// version (4 or 6), the IP header on the stack at BPFScratch (20 bytes,
+// or 40 for IPv6) and the TCP header's data-offset byte at BPFTCPOffset.
+// It keeps TCP over IPv4 or IPv6 (no extension headers, not a later
+// fragment). Each bpf_skb_load_bytes is a helper call, a fixed cost per
+// packet: an IPv4 header without options (nearly every one) comes with
+// the TCP header's first 20 bytes in one load, other headers take a
+// second for the TCP header's first 13 bytes.
 func BPFMatch(l2 int32, ports []uint16, fromServer, toServer string) ebpfasm.Instructions {
 	// load, labelled, copies n bytes of the packet from offset off (a
 	// register, or offImm when off is R0) to the stack at stackOff, and
@@ -398,8 +408,10 @@ func BPFMatch(l2 int32, ports []uint16, fromServer, toServer string) ebpfasm.Ins
 		ebpfasm.JEq.Imm(ebpfasm.R2, Be16(unix.ETH_P_IPV6), "v6"),
 		ebpfasm.Ja.Label(BPFNext),
 	}
-	// IPv4: protocol TCP, no later fragment, the TCP header after IHL words.
-	p = append(p, load("v4", ebpfasm.R0, l2, BPFScratch, 20)...)
+	// IPv4: protocol TCP, no later fragment, the TCP header after IHL
+	// words. IP and TCP headers are at least 40 bytes: a shorter packet is
+	// not TCP over IPv4, and passes.
+	p = append(p, load("v4", ebpfasm.R0, l2, BPFScratch, 40)...)
 	p = append(p,
 		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, BPFScratch+9, ebpfasm.Byte),
 		ebpfasm.JNE.Imm(ebpfasm.R2, unix.IPPROTO_TCP, BPFNext),
@@ -409,7 +421,17 @@ func BPFMatch(l2 int32, ports []uint16, fromServer, toServer string) ebpfasm.Ins
 		ebpfasm.Mov.Imm(ebpfasm.R8, 4),
 		ebpfasm.LoadMem(ebpfasm.R7, ebpfasm.RFP, BPFScratch, ebpfasm.Byte),
 		ebpfasm.And.Imm(ebpfasm.R7, 0x0f),
-		ebpfasm.LSh.Imm(ebpfasm.R7, 2),
+		ebpfasm.JNE.Imm(ebpfasm.R7, 5, "v4-options"),
+		// No options: the TCP header is on the stack already.
+		ebpfasm.Mov.Imm(ebpfasm.R7, l2+20),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, BPFScratch+20, ebpfasm.Half),
+		ebpfasm.StoreMem(ebpfasm.RFP, -8, ebpfasm.R2, ebpfasm.Half),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, BPFScratch+22, ebpfasm.Half),
+		ebpfasm.StoreMem(ebpfasm.RFP, -6, ebpfasm.R2, ebpfasm.Half),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, BPFScratch+32, ebpfasm.Byte),
+		ebpfasm.StoreMem(ebpfasm.RFP, BPFTCPOffset, ebpfasm.R2, ebpfasm.Byte),
+		ebpfasm.Ja.Label("ports"),
+		ebpfasm.LSh.Imm(ebpfasm.R7, 2).WithSymbol("v4-options"),
 		ebpfasm.Add.Imm(ebpfasm.R7, l2),
 		ebpfasm.Ja.Label("tcp"),
 	)
@@ -421,10 +443,17 @@ func BPFMatch(l2 int32, ports []uint16, fromServer, toServer string) ebpfasm.Ins
 		ebpfasm.Mov.Imm(ebpfasm.R8, 6),
 		ebpfasm.Mov.Imm(ebpfasm.R7, l2+40),
 	)
-	// TCP: either port one of ours.
-	p = append(p, load("tcp", ebpfasm.R7, 0, -8, 4)...)
+	// TCP after an IPv6 header or IPv4 options: its first 13 bytes.
+	p = append(p, load("tcp", ebpfasm.R7, 0, bpfTCPHead, 13)...)
 	p = append(p,
-		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, -8, ebpfasm.Half),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, bpfTCPHead, ebpfasm.Half),
+		ebpfasm.StoreMem(ebpfasm.RFP, -8, ebpfasm.R2, ebpfasm.Half),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, bpfTCPHead+2, ebpfasm.Half),
+		ebpfasm.StoreMem(ebpfasm.RFP, -6, ebpfasm.R2, ebpfasm.Half),
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, bpfTCPHead+12, ebpfasm.Byte),
+		ebpfasm.StoreMem(ebpfasm.RFP, BPFTCPOffset, ebpfasm.R2, ebpfasm.Byte),
+		// Either port one of ours.
+		ebpfasm.LoadMem(ebpfasm.R2, ebpfasm.RFP, -8, ebpfasm.Half).WithSymbol("ports"),
 		ebpfasm.LoadMem(ebpfasm.R3, ebpfasm.RFP, -6, ebpfasm.Half),
 	)
 	for _, port := range ports {

@@ -28,14 +28,14 @@ import (
 // connection from the map when it closes (an LRU map besides: a
 // forgotten entry is evicted, never a capture failure).
 //
-// Stack: BPFScratch (-64..-25) the IP header, -8..-5 the ports (BPFMatch),
-// -24 the TCP header's data-offset byte, -16 the payload's length,
+// Stack: BPFScratch (-64..-25) the IP header, -8..-5 the ports and
+// BPFTCPOffset (-24) the TCP header's data-offset byte (BPFMatch), -16 the
+// payload's length,
 // -104..-69 the full map's key, -120 the payload's offset, -128 the
 // direction (1: an answer), -136 the first 8 bytes of a request, -140 the
 // map's value.
 func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, fullFD int) ebpfasm.Instructions {
 	const (
-		spByte    = -24
 		spPayload = -16
 		spKey     = -104
 		spPayOff  = -120
@@ -97,15 +97,7 @@ func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, 
 		ebpfasm.Ja.Label("tcp-offset"),
 		ebpfasm.StoreImm(fp, spDir, 0, ebpfasm.Word).WithSymbol("request"),
 		// The payload starts after the TCP header's data offset.
-		ebpfasm.Mov.Reg(r2, r7).WithSymbol("tcp-offset"),
-		ebpfasm.Add.Imm(r2, 12),
-		ebpfasm.Mov.Reg(r3, fp),
-		ebpfasm.Add.Imm(r3, spByte),
-		ebpfasm.Mov.Imm(r4, 1),
-	)
-	p = append(p, load(BPFNext)...)
-	p = append(p,
-		ebpfasm.LoadMem(r2, fp, spByte, ebpfasm.Byte),
+		ebpfasm.LoadMem(r2, fp, BPFTCPOffset, ebpfasm.Byte).WithSymbol("tcp-offset"),
 		ebpfasm.RSh.Imm(r2, 4),
 		ebpfasm.LSh.Imm(r2, 2),
 		ebpfasm.Add.Reg(r2, r7),

@@ -4,6 +4,7 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"os"
@@ -165,5 +166,79 @@ func TestBPFRingWraps(t *testing.T) {
 	}
 	if read != 1500 || wrapped == 0 {
 		t.Errorf("%d records read, %d of them wrapped; want 1500, some wrapped", read, wrapped)
+	}
+}
+
+// withOptions inserts ipOpts bytes of IPv4 options (NOPs) and tcpOpts of
+// TCP options (NOPs, then a timestamp as Linux sends on every segment)
+// into an Ethernet frame of IPv4 and TCP headers without options.
+func withOptions(f []byte, ipOpts, tcpOpts int) []byte {
+	const l2 = 14
+	ip, tcp := f[l2:l2+20], f[l2+20:l2+40]
+	out := append([]byte(nil), f[:l2]...)
+	out = append(out, ip...)
+	out = append(out, bytes.Repeat([]byte{1}, ipOpts)...) // NOP
+	out = append(out, tcp...)
+	if tcpOpts > 0 {
+		out = append(out, bytes.Repeat([]byte{1}, tcpOpts-10)...)
+		out = append(out, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2) // TSval 1, TSecr 2
+	}
+	out = append(out, f[l2+40:]...)
+	h := out[l2:]
+	h[0] = 0x40 | byte((20+ipOpts)/4)
+	binary.BigEndian.PutUint16(h[2:], uint16(len(h)))
+	h[20+ipOpts+12] = byte((20+tcpOpts)/4) << 4
+	return out
+}
+
+// The program reads an IPv4 header without options and the TCP header in
+// one load, and takes a second for the TCP header after IPv4 options:
+// either way a request is copied whole and a long answer cut at the
+// payload's true start, TCP options or not; a packet too short to be TCP
+// over IPv4 passes without a record.
+func TestHeaderProgramHeaderLayouts(t *testing.T) {
+	e := openTestEBPF(t, LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
+	long := bytes.Repeat([]byte("0123456789"), 300)
+	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+	layouts := [][2]int{{0, 0}, {0, 12}, {4, 0}, {8, 12}}
+	var sent []seg
+	for _, l := range layouts {
+		for _, s := range []seg{c.fromClient(long[:300]), c.fromServer(long)} {
+			if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: withOptions(frame(linkEthernet, s), l[0], l[1])}); err != nil || int32(ret) != tcNext {
+				t.Fatalf("running the program: %d, %v", int32(ret), err)
+			}
+			sent = append(sent, s)
+		}
+	}
+	udp := make([]byte, 14+28) // IPv4 and UDP headers, no payload
+	binary.BigEndian.PutUint16(udp[12:], 0x0800)
+	udp[14], udp[14+9] = 0x45, 17
+	if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: udp}); err != nil || int32(ret) != tcNext {
+		t.Fatalf("running the program on a UDP packet: %d, %v", int32(ret), err)
+	}
+	var got []packet
+	e.ring.Each(recordHeader, func(rec []byte) {
+		var p packet
+		if r := decodeRecord(rec, headBytes, 0, &p); r != resultTCP {
+			t.Errorf("record of %d bytes: %v", len(rec), r)
+			return
+		}
+		p.payload, p.tail = bytes.Clone(p.payload), bytes.Clone(p.tail)
+		got = append(got, p)
+	})
+	if len(got) != len(sent) {
+		t.Fatalf("%d records, want %d (none for the UDP packet)", len(got), len(sent))
+	}
+	for i, p := range got {
+		s, l := sent[i], layouts[i/2]
+		wantCut := i%2 == 1
+		switch {
+		case p.cut() != wantCut || p.size != len(s.payload) || p.seq != s.seq:
+			t.Errorf("options %v, record %d: cut %v, %d bytes, seq %d; want cut %v, %d, %d", l, i, p.cut(), p.size, p.seq, wantCut, len(s.payload), s.seq)
+		case wantCut && (!bytes.Equal(p.payload, s.payload[:headBytes]) || !bytes.Equal(p.tail, s.payload[len(s.payload)-tailBytes:])):
+			t.Errorf("options %v, record %d: head or tail differs", l, i)
+		case !wantCut && !bytes.Equal(p.payload, s.payload):
+			t.Errorf("options %v, record %d: payload differs", l, i)
+		}
 	}
 }
