@@ -636,7 +636,7 @@ type DigestRow struct {
 	// RowsUnknown counts the calls whose rows the header-only capture could
 	// not count (their answer was cut and no server row gave the count):
 	// Rows, RowsSent and Attributes.RowsSent are over the other calls.
-	RowsUnknown  int64 `json:"rows_unknown,omitempty"`
+	RowsUnknown  int64 `json:"rows_unknown"`
 	RespBytes    int64 `json:"resp_bytes"`
 	Errors       int64 `json:"errors"`
 	ZeroWindowUS int64 `json:"zero_window_us"`
