@@ -34,7 +34,7 @@ import (
 // -104..-69 the full map's key, -120 the payload's offset, -128 the
 // direction (1: an answer), -136 the first 8 bytes of a request, -140 the
 // map's value.
-func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, fullFD int) ebpfasm.Instructions {
+func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, fullFD, wakeFD int) ebpfasm.Instructions {
 	const (
 		spPayload = -16
 		spKey     = -104
@@ -194,6 +194,39 @@ func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, 
 	p = append(p, load("discard")...)
 	p = append(p, ebpfasm.Ja.Label("submit"))
 	p = append(p, BPFDiscard("discard")...)
-	p = append(p, BPFSubmit("submit", ringFD, BPFWakeBytes)...)
+	p = append(p, submitWaking("submit", ringFD, wakeFD, BPFWakeBytes)...)
 	return append(p, BPFCountAndExit(dropsFD)...)
+}
+
+// submitWaking submits the record in r9 at label as BPFSubmit does (the
+// reader woken when wake bytes wait), and also wakes it when the wake
+// map's flag is set, clearing it: the reader sets the flag before a long
+// sleep, so that the first record after a quiet spell reaches it at once
+// rather than at the end of its sleep, while under load (the flag clear)
+// records wait for its pace as before. Stack: -144 the map's key.
+func submitWaking(label string, ringFD, wakeFD int, wake int32) ebpfasm.Instructions {
+	const spWakeKey = -144
+	r0, r1, r2, r3, fp := ebpfasm.R0, ebpfasm.R1, ebpfasm.R2, ebpfasm.R3, ebpfasm.RFP
+	return ebpfasm.Instructions{
+		ebpfasm.StoreImm(fp, spWakeKey, 0, ebpfasm.Word).WithSymbol(label),
+		ebpfasm.LoadMapPtr(r1, wakeFD),
+		ebpfasm.Mov.Reg(r2, fp),
+		ebpfasm.Add.Imm(r2, spWakeKey),
+		ebpfasm.FnMapLookupElem.Call(),
+		ebpfasm.JEq.Imm(r0, 0, label+"-query"),
+		ebpfasm.LoadMem(r3, r0, 0, ebpfasm.Word),
+		ebpfasm.JEq.Imm(r3, 0, label+"-query"),
+		ebpfasm.StoreImm(r0, 0, 0, ebpfasm.Word),
+		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
+		ebpfasm.Ja.Label(label + "-notify"),
+		ebpfasm.LoadMapPtr(r1, ringFD).WithSymbol(label + "-query"),
+		ebpfasm.Mov.Imm(r2, 0), // BPF_RB_AVAIL_DATA
+		ebpfasm.FnRingbufQuery.Call(),
+		ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
+		ebpfasm.JLT.Imm(r0, wake, label+"-notify"),
+		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
+		ebpfasm.Mov.Reg(r1, ebpfasm.R9).WithSymbol(label + "-notify"),
+		ebpfasm.FnRingbufSubmit.Call(),
+		ebpfasm.Ja.Label(BPFNext),
+	}
 }

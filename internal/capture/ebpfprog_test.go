@@ -284,3 +284,41 @@ func BenchmarkHeaderProgram(b *testing.B) {
 		b.Errorf("%d records dropped", d)
 	}
 }
+
+// The reader's wake-up flag: a packet of another port leaves it set, the
+// next record of the port clears it (waking the reader), and a record
+// with the flag clear leaves it so.
+func TestHeaderProgramWakesAfterASleep(t *testing.T) {
+	e := openTestEBPF(t, LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
+	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+	other := newConv("10.0.0.1:40000", "10.0.0.2:5432")
+	flag := func() uint32 {
+		var v uint32
+		if err := e.wake.Lookup(uint32(0), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	run := func(s seg) {
+		if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: frame(linkEthernet, s)}); err != nil || int32(ret) != tcNext {
+			t.Fatalf("running the program: %d, %v", int32(ret), err)
+		}
+	}
+	e.armWake()
+	run(other.fromClient([]byte("SELECT 1")))
+	if flag() != 1 {
+		t.Fatal("a packet of another port cleared the flag")
+	}
+	run(c.fromClient([]byte("SELECT 1")))
+	if flag() != 0 {
+		t.Fatal("the port's record left the flag set: the reader would sleep on")
+	}
+	run(c.fromClient([]byte("SELECT 2")))
+	if flag() != 0 {
+		t.Fatal("a record set the flag")
+	}
+	n := e.ring.Each(recordHeader, func([]byte) {})
+	if n != 2 {
+		t.Errorf("%d records, want 2", n)
+	}
+}

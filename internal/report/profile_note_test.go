@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -97,5 +98,28 @@ func TestProfileLeavesUnknownRowsOut(t *testing.T) {
 	u := rows["select b from u"]
 	if u.RowsUnknown != 1 || u.Rows != 0 || rowsCell(u) != "?" {
 		t.Errorf("every call unknown: rows %d, unknown %d, cell %q; want 0, 1, ?", u.Rows, u.RowsUnknown, rowsCell(u))
+	}
+}
+
+// Connections are counted once each, whether a statement's name is the
+// very string an earlier statement carried (the shortcut), an equal string
+// built apart, or one of more connections than the shortcut holds.
+func TestProfileCountsConnectionsOnce(t *testing.T) {
+	p := NewProfile(ProfileOptions{})
+	names := make([]string, 500)
+	for i := range names {
+		names[i] = fmt.Sprintf("127.0.0.1:%d>127.0.0.1:3306", 10000+i)
+	}
+	for round := range 3 {
+		for i, n := range names {
+			if round == 1 && i%2 == 0 {
+				n = string([]byte(n)) // the same name, another string
+			}
+			p.Add(&event.Statement{Conn: n, Cmd: "COM_QUERY", SQL: "select 1", Parts: event.Parts{ClientUS: 5}})
+			p.Add(&event.Statement{Conn: n, Cmd: "COM_QUERY", SQL: "select 2", Parts: event.Parts{ClientUS: 5}})
+		}
+	}
+	if got := p.Result().Connections; got != int64(len(names)) {
+		t.Errorf("%d connections counted, want %d", got, len(names))
 	}
 }
