@@ -97,24 +97,3 @@ func selfRSS() int64 {
 	}
 	return 0
 }
-
-// BenchmarkProfileAddCapturedConns is Add for statements whose connection
-// names are shared per connection, as the capture hands them over (one
-// string per flow).
-func BenchmarkProfileAddCapturedConns(b *testing.B) {
-	stmts := synthetic(4096)
-	names := map[string]string{}
-	for _, s := range stmts {
-		if n, ok := names[s.Conn]; ok {
-			s.Conn = n
-		} else {
-			names[s.Conn] = s.Conn
-		}
-	}
-	p := NewProfile(ProfileOptions{})
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		p.Add(stmts[i%len(stmts)])
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "stmts/s")
-}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/DataDog/sketches-go/ddsketch/mapping"
@@ -101,12 +100,6 @@ type Profile struct {
 	byCommand commandCounts
 	conns     map[uint64]struct{}
 	connsFull bool
-	// recentConns holds connections already in conns, each in the slot
-	// of its name's address (capture hands every statement of a
-	// connection the same string): most statements find theirs there
-	// without hashing the name into a set of thousands. A slot is only a
-	// shortcut: a name it does not hold is counted the long way.
-	recentConns [64]string
 	firstUS   int64
 	lastUS    int64
 	notes     noteSet
@@ -252,11 +245,6 @@ func (p *Profile) addConn(s *event.Statement) {
 	var h uint64
 	switch {
 	case s.Conn != "":
-		slot := &p.recentConns[uintptr(unsafe.Pointer(unsafe.StringData(s.Conn)))>>4%uintptr(len(p.recentConns))]
-		if *slot == s.Conn { // the same address compares without reading the bytes
-			return
-		}
-		*slot = s.Conn
 		h = maphash.String(connSeed, s.Conn)
 	case s.ConnID != 0:
 		h = maphash.Comparable(connSeed, s.ConnID)

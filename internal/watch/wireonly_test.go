@@ -27,7 +27,7 @@ func TestWireOnlyPollerSleeps(t *testing.T) {
 	defer cancel()
 	var statements atomic.Int64
 	started := time.Now()
-	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 200 * time.Millisecond},
+	res := runDuring(t, ctx, Options{DSN: inst.DSN(""), Iface: "lo", PollInterval: 200 * time.Millisecond, Capture: capture.SourceAuto},
 		func() error { return churn(ctx, inst, 3*time.Second, &statements) })
 	elapsed := time.Since(started).Seconds()
 	if res.Capture.Statements < statements.Load()/2 {
@@ -43,17 +43,15 @@ func TestWireOnlyPollerSleeps(t *testing.T) {
 	if res.ServerSide.SlowDrops != 0 {
 		t.Errorf("%d outliers dropped on the way to a poller that cannot read them: the count would blame a full queue", res.ServerSide.SlowDrops)
 	}
-	// The default capture, auto, keeps the ring where no server rows are
-	// read: a cut answer's rows would have nothing to come from.
-	if capture.SourceOf("") == capture.SourceAuto {
-		if res.Capture.Source != "packet" {
-			t.Errorf("auto with performance_schema off captured with %q, want the ring (packet)", res.Capture.Source)
-		}
-		if !slices.ContainsFunc(res.Notes, func(n string) bool {
-			return strings.Contains(n, "eBPF only where the server's statement rows are read")
-		}) {
-			t.Errorf("auto's choice of the ring is not explained in the notes: %q", res.Notes)
-		}
+	// --capture auto keeps the ring where no server rows are read: a cut
+	// answer's rows would have nothing to come from.
+	if res.Capture.Source != "packet" {
+		t.Errorf("auto with performance_schema off captured with %q, want the ring (packet)", res.Capture.Source)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.Contains(n, "eBPF only where the server's statement rows are read")
+	}) {
+		t.Errorf("auto's choice of the ring is not explained in the notes: %q", res.Notes)
 	}
 }
 
