@@ -45,20 +45,9 @@ func TestHeaderProgramRecords(t *testing.T) {
 		}
 		wantCut := []bool{false, false, true, true, false, false, true}
 		for _, s := range segs {
-			if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: frame(linkEthernet, s)}); err != nil || int32(ret) != tcNext {
-				t.Fatalf("running the program: %d, %v", int32(ret), err)
-			}
+			runProgram(t, e, frame(linkEthernet, s))
 		}
-		var got []packet
-		e.ring.Each(recordHeader, func(rec []byte) {
-			var p packet
-			if r := decodeRecord(rec, headBytes, 0, &p); r != resultTCP {
-				t.Errorf("record of %d bytes: %v", len(rec), r)
-				return
-			}
-			p.payload, p.tail = bytes.Clone(p.payload), bytes.Clone(p.tail)
-			got = append(got, p)
-		})
+		got := records(t, e)
 		if len(got) != len(wantCut) {
 			t.Fatalf("%s: %d records, want %d (not the other port's)", addrs[2], len(got), len(wantCut))
 		}
@@ -204,28 +193,15 @@ func TestHeaderProgramHeaderLayouts(t *testing.T) {
 	var sent []seg
 	for _, l := range layouts {
 		for _, s := range []seg{c.fromClient(long[:300]), c.fromServer(long)} {
-			if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: withOptions(frame(linkEthernet, s), l[0], l[1])}); err != nil || int32(ret) != tcNext {
-				t.Fatalf("running the program: %d, %v", int32(ret), err)
-			}
+			runProgram(t, e, withOptions(frame(linkEthernet, s), l[0], l[1]))
 			sent = append(sent, s)
 		}
 	}
 	udp := make([]byte, 14+28) // IPv4 and UDP headers, no payload
 	binary.BigEndian.PutUint16(udp[12:], 0x0800)
 	udp[14], udp[14+9] = 0x45, 17
-	if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: udp}); err != nil || int32(ret) != tcNext {
-		t.Fatalf("running the program on a UDP packet: %d, %v", int32(ret), err)
-	}
-	var got []packet
-	e.ring.Each(recordHeader, func(rec []byte) {
-		var p packet
-		if r := decodeRecord(rec, headBytes, 0, &p); r != resultTCP {
-			t.Errorf("record of %d bytes: %v", len(rec), r)
-			return
-		}
-		p.payload, p.tail = bytes.Clone(p.payload), bytes.Clone(p.tail)
-		got = append(got, p)
-	})
+	runProgram(t, e, udp)
+	got := records(t, e)
 	if len(got) != len(sent) {
 		t.Fatalf("%d records, want %d (none for the UDP packet)", len(got), len(sent))
 	}
@@ -299,11 +275,7 @@ func TestHeaderProgramWakesAfterASleep(t *testing.T) {
 		}
 		return v
 	}
-	run := func(s seg) {
-		if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: frame(linkEthernet, s)}); err != nil || int32(ret) != tcNext {
-			t.Fatalf("running the program: %d, %v", int32(ret), err)
-		}
-	}
+	run := func(s seg) { runProgram(t, e, frame(linkEthernet, s)) }
 	e.armWake()
 	run(other.fromClient([]byte("SELECT 1")))
 	if flag() != 1 {
@@ -321,4 +293,29 @@ func TestHeaderProgramWakesAfterASleep(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d records, want 2", n)
 	}
+}
+
+// runProgram runs the kernel program once on frame (BPF_PROG_TEST_RUN); it
+// must pass the packet on.
+func runProgram(t *testing.T, e *EBPF, frame []byte) {
+	t.Helper()
+	if ret, err := e.ring.prog.Run(&ebpf.RunOptions{Data: frame}); err != nil || int32(ret) != tcNext {
+		t.Fatalf("running the program: %d, %v", int32(ret), err)
+	}
+}
+
+// records reads what the program wrote, each record decoded and copied.
+func records(t *testing.T, e *EBPF) []packet {
+	t.Helper()
+	var got []packet
+	e.ring.Each(recordHeader, func(rec []byte) {
+		var p packet
+		if r := decodeRecord(rec, headBytes, 0, &p); r != resultTCP {
+			t.Errorf("record of %d bytes: %v", len(rec), r)
+			return
+		}
+		p.payload, p.tail = bytes.Clone(p.payload), bytes.Clone(p.tail)
+		got = append(got, p)
+	})
+	return got
 }

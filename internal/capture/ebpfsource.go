@@ -118,10 +118,9 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	// The reader keeps its pace with the timer (ebpfPoll), backing off to
 	// idleWait while nothing comes, so that an idle watch wakes every 2 s.
 	// Before a wait longer than its pace it asks the program to wake it at
-	// the next record: a burst after a quiet spell (300 short connections
-	// in 0.2 s) then reaches the tracker at once, not up to 2 s later,
-	// while their threads still live for the poller to identify. The
-	// AF_PACKET ring hands over such a trickle within blockTimeout.
+	// the next record: a burst after a quiet spell then reaches the
+	// tracker at once, not up to 2 s later (the AF_PACKET ring hands over
+	// such a trickle within blockTimeout).
 	wait := ebpfPoll
 	for ctx.Err() == nil {
 		if e.ring.Each(recordHeader, read) > 0 {
@@ -149,11 +148,11 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	return st, nil
 }
 
-// setFull puts a connection in the program's full map, or takes it out.
 // armWake sets the program's wake-up flag (it clears it with the record
 // that wakes the reader). A failure leaves the reader at its timer.
 func (e *EBPF) armWake() { _ = e.wake.Put(uint32(0), uint32(1)) }
 
+// setFull puts a connection in the program's full map, or takes it out.
 func (e *EBPF) setFull(key flowKey, clientIsA, on bool) {
 	cli, srv := key.a, key.b
 	if !clientIsA {
