@@ -17,8 +17,16 @@ func Threads(ctx context.Context, db queryer) (map[uint64]uint64, error) {
 // threadConns is Threads, and the threads whose client connected through
 // the server's unix socket (CONNECTION_TYPE 'Socket'): no packet capture
 // sees those, so their statements can only be the server's.
+//
+// A thread still in its handshake (no CONNECTION_TYPE yet) is left out:
+// MariaDB reuses a cached thread's instrumentation for the next connection
+// and, until the handshake ends, may show the new THREAD_ID beside the
+// previous connection's PROCESSLIST_ID. Taken as read, that pair hands one
+// connection's statements to another. A thread that lives past its
+// handshake is read at the next look; one that does not is named from the
+// wire like any thread that ended before it was read.
 func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, map[uint64]bool, error) {
-	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID, IFNULL(CONNECTION_TYPE, '') FROM performance_schema.threads WHERE PROCESSLIST_ID IS NOT NULL")
+	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID, CONNECTION_TYPE FROM performance_schema.threads WHERE PROCESSLIST_ID IS NOT NULL AND "+settledThread)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 	}
@@ -47,6 +55,10 @@ func threadConns(ctx context.Context, db queryer) (map[uint64]uint64, map[uint64
 	}
 	return conns, sockets, nil
 }
+
+// settledThread is the condition on performance_schema.threads for a
+// thread whose PROCESSLIST_ID is its own connection's (threadConns).
+const settledThread = "CONNECTION_TYPE IS NOT NULL"
 
 // tlsOverSocket adds to sockets the TLS threads whose client came through
 // the unix socket: the processlist's HOST has no port for those (clients

@@ -213,7 +213,8 @@ func (t *ThreadStatements) query(ctx context.Context, db queryer, q string, fiel
 }
 
 // ThreadsOf maps the threads of the given connections: THREAD_ID ->
-// PROCESSLIST_ID (connections that have ended are absent).
+// PROCESSLIST_ID (connections that have ended are absent, and those still
+// in their handshake: see threadConns).
 func ThreadsOf(ctx context.Context, db queryer, conns []uint64) (map[uint64]uint64, error) {
 	out := map[uint64]uint64{}
 	if len(conns) == 0 {
@@ -221,7 +222,7 @@ func ThreadsOf(ctx context.Context, db queryer, conns []uint64) (map[uint64]uint
 	}
 	ids := slices.Clone(conns)
 	slices.Sort(ids)
-	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads WHERE PROCESSLIST_ID IN ("+joinIDs(slices.Compact(ids))+")")
+	rows, err := db.QueryContext(ctx, Mark+" SELECT THREAD_ID, PROCESSLIST_ID FROM performance_schema.threads WHERE "+settledThread+" AND PROCESSLIST_ID IN ("+joinIDs(slices.Compact(ids))+")")
 	if err != nil {
 		return nil, fmt.Errorf("reading performance_schema.threads: %w", err)
 	}

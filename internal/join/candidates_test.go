@@ -45,13 +45,13 @@ func TestCandidatesAttributeAsEveryConnection(t *testing.T) {
 			got := j.connOfRows(group)
 			j.thr.spans.exhaustive = true
 			want := j.connOfRows(group)
-			if want != 0 {
+			if want.id != 0 {
 				attributed++
 			} else {
 				ambiguous++
 			}
 			if got != want {
-				t.Fatalf("round %d, thread %d (%d rows): the index attributed it to connection %d, trying every connection to %d", round, g, len(group), got, want)
+				t.Fatalf("round %d, thread %d (%d rows): the index attributed it to %+v, trying every connection to %+v", round, g, len(group), got, want)
 			}
 		}
 	}

@@ -92,10 +92,11 @@ func (t *threadIDs) reset() {
 }
 
 // undecidedGroup is an ended thread's rows, kept[lo:hi] in attributeAnon,
-// that no connection took yet.
+// that no connection took yet, with connOfRows' last verdict on them.
 type undecidedGroup struct {
 	lo, hi int
 	taken  bool
+	fit    anonFit
 }
 
 // anonRow is a server row of an ended thread waiting for its connection.
@@ -144,8 +145,9 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 				kept = append(kept, group...)
 				continue
 			}
-			if id = j.connOfRows(group); id == 0 {
-				undecided = append(undecided, undecidedGroup{lo: len(kept), hi: len(kept) + len(group)})
+			fit := j.connOfRows(group)
+			if id = fit.id; id == 0 {
+				undecided = append(undecided, undecidedGroup{lo: len(kept), hi: len(kept) + len(group), fit: fit})
 				kept = append(kept, group...)
 				continue
 			}
@@ -166,15 +168,15 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 				continue
 			}
 			group := kept[g.lo:g.hi]
-			id := j.connOfRows(group)
-			if id == 0 {
+			if g.fit = j.connOfRows(group); g.fit.id == 0 {
 				continue
 			}
-			j.attributed(group[0].r.ThreadID, id)
-			touched = j.assignRows(group, id, touched)
+			j.attributed(group[0].r.ThreadID, g.fit.id)
+			touched = j.assignRows(group, g.fit.id, touched)
 			g.taken, progress = true, true
 		}
 	}
+	touched = j.attributeSwaps(kept, undecided, touched)
 	// Drop what the second chances took (the ranges are in order).
 	out, from := kept[:0], 0
 	for _, g := range undecided {
@@ -188,6 +190,56 @@ func (j *Joiner) attributeAnon(nowUS int64, force bool) {
 	j.thr.anon = out
 	j.thr.undecided = undecided[:0]
 	j.settleBatch(touched, nowUS)
+}
+
+// maxSwapCycle bounds the connections a swap may reorder: as many as a
+// client opens at once, in the field a handful.
+const maxSwapCycle = 8
+
+// attributeSwaps gives the threads the offset and the wire disagree on
+// their connections when, together, they agree. Under a join sample the
+// trusted offset decides (connOfRows), but connections opened at once can
+// take their THREAD_IDs in another order than their ids: the threads the
+// offset names for connections 26 and 27 serve 27 and 26. When a set of
+// undecided threads fits, one each and nothing else, exactly the set of
+// connections the offset names for them, the wire has shown the order. A
+// connection left out of the sample has no wire statements, so it fits no
+// thread and can take no part in a swap.
+func (j *Joiner) attributeSwaps(kept []anonRow, undecided []undecidedGroup, touched []*connState) []*connState {
+	named := func(conn uint64) int { // the undecided thread the offset gives conn
+		if conn == 0 {
+			return -1
+		}
+		return slices.IndexFunc(undecided, func(g undecidedGroup) bool { return !g.taken && g.fit.named == conn })
+	}
+	var cycle [maxSwapCycle]int
+	for k := range undecided {
+		if g := undecided[k]; g.taken || g.fit.named == 0 {
+			continue
+		}
+		// Follow k's rows to the connection they fit, that connection's
+		// thread by the offset to the connection its rows fit, and so on:
+		// a swap comes back to k.
+		n, m := 0, k
+		for {
+			cycle[n], n = m, n+1
+			m = named(undecided[m].fit.only)
+			if m < 0 || m == k || n == maxSwapCycle || slices.Contains(cycle[:n], m) {
+				break
+			}
+		}
+		if m != k {
+			continue
+		}
+		for _, m := range cycle[:n] {
+			g := &undecided[m]
+			group := kept[g.lo:g.hi]
+			j.attributed(group[0].r.ThreadID, g.fit.only)
+			touched = j.assignRows(group, g.fit.only, touched)
+			g.taken = true
+		}
+	}
+	return touched
 }
 
 // attributed records that the wire singled out thread's connection.
@@ -371,9 +423,9 @@ func (j *Joiner) learnThread(thread, id uint64) {
 	j.stats.ThreadsLearned++
 }
 
-// connOfRows returns the connection whose pending wire statements hold the
-// rows of one ended thread, or 0 when the evidence does not single one
-// out. Per connection it counts the rows that fit one of its statements
+// connOfRows finds the connection whose pending wire statements hold the
+// rows of one ended thread (anonFit.id, 0 when the evidence does not single
+// one out). Per connection it counts the rows that fit one of its statements
 // (hits), those that fit none even with the matching tolerance (misses),
 // and those that start outside their statement's window by more than the
 // clock's uncertainty (off). On busy connections the tolerance (the
@@ -389,7 +441,7 @@ func (j *Joiner) learnThread(thread, id uint64) {
 //   - A short thread (under ten rows) must have exactly one candidate.
 //   - A long thread goes to the candidate that is off for at most one row
 //     in twenty, and for at least one row in ten fewer than any other.
-func (j *Joiner) connOfRows(rows []anonRow) uint64 {
+func (j *Joiner) connOfRows(rows []anonRow) anonFit {
 	n := len(rows)
 	allow := n / 20
 	type tally struct {
@@ -445,28 +497,39 @@ func (j *Joiner) connOfRows(rows []anonRow) uint64 {
 		// statements here, so an ended thread of theirs can fit one that is
 		// in, alone: an offset that names another connection says whose it
 		// is. (Without one, the fit decides as below.)
-		return hint.pick(fitting)
+		if id := hint.pick(fitting); id != 0 || !hint.trusted || len(fits) != 1 {
+			return anonFit{id: id}
+		}
+		return anonFit{named: hint.id, only: fits[0].id} // a swap, perhaps (attributeSwaps)
 	}
 	if len(fits) > 1 {
 		// Several connections fit: the id offset may single one out.
 		if id := hint.pick(fitting); id != 0 {
-			return id
+			return anonFit{id: id}
 		}
 	}
 	switch {
 	case len(fits) == 0:
-		return 0
+		return anonFit{}
 	case n < 10:
 		if len(fits) == 1 {
-			return fits[0].id
+			return anonFit{id: fits[0].id}
 		}
-		return 0 // two connections fit: do not guess
+		return anonFit{} // two connections fit: do not guess
 	}
 	slices.SortFunc(fits, func(a, b tally) int { return a.off - b.off })
 	if fits[0].off > n/20 || len(fits) > 1 && fits[1].off-fits[0].off < max(n/10, 1) {
-		return 0
+		return anonFit{}
 	}
-	return fits[0].id
+	return anonFit{id: fits[0].id}
+}
+
+// anonFit is connOfRows' verdict on an ended thread's rows: id, the
+// connection, or 0 when the evidence does not single one out. Under a
+// join sample, when the trusted offset named a connection the rows do not
+// fit while they fit one other alone, named and only say which.
+type anonFit struct {
+	id, named, only uint64
 }
 
 // nearestWireScan bounds how many wire statements nearestWire looks at

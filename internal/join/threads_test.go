@@ -147,7 +147,7 @@ func TestJoinEndedBusyThreadsAttributedByAllTheirRows(t *testing.T) {
 	}
 	// One row of an ended thread does not single out its connection.
 	one := []anonRow{{r: rows[2*200+7]}}
-	if id := j.connOfRows(one); id != 0 {
+	if id := j.connOfRows(one).id; id != 0 {
 		t.Fatalf("a single row was attributed to connection %d: the test's connections are not busy enough", id)
 	}
 	j.AddServer(rows, 0)
@@ -318,6 +318,12 @@ func TestJoinPartialEndedThreadNeedsTheOffset(t *testing.T) {
 // joiner both sides and flushes once the rows' grace is over. text gives
 // statement k's text on connection c (nil: no text to tell them by).
 func interleavedEnded(j *Joiner, first int64, text func(c, k int64) string) []*event.Statement {
+	return interleavedEndedThreads(j, first, text, func(c int64) uint64 { return uint64(c) + 100 })
+}
+
+// interleavedEndedThreads is interleavedEnded with connection c served by
+// thread(c).
+func interleavedEndedThreads(j *Joiner, first int64, text func(c, k int64) string, thread func(c int64) uint64) []*event.Statement {
 	var wires []*event.Statement
 	var rows []collect.ServerStatement
 	for k := range int64(3) {
@@ -334,7 +340,7 @@ func interleavedEnded(j *Joiner, first int64, text func(c, k int64) string) []*e
 			wires = append(wires, w)
 			j.AddWire(w, 0)
 			r := row(0, "statement/sql/select", sent, start+10, start+70)
-			r.ThreadID = uint64(c) + 100
+			r.ThreadID = thread(c)
 			rows = append(rows, r)
 		}
 	}
@@ -484,6 +490,45 @@ func TestJoinEndedThreadsByTheirText(t *testing.T) {
 	for _, w := range wires {
 		if !w.Joined {
 			t.Errorf("connection %s at %d: not joined (%s): %+v", w.Conn, w.TReqFirst, w.Why, j.Stats())
+		}
+	}
+}
+
+// Under a join sample the trusted id offset names an ended thread's
+// connection. Connections opened at once can take their THREAD_IDs in
+// another order than their ids (seen in the field lab's churn: threads 36
+// and 37 served connections 27 and 26). When the threads' rows, by their
+// literals, fit exactly the connections the offset names for them, one
+// each in another order, every statement joins; a thread whose rows fit
+// one connection the offset gives to no thread here is still not guessed.
+func TestJoinPartialSwappedThreadsByTheirText(t *testing.T) {
+	text := func(c, k int64) string { return fmt.Sprintf("SELECT v FROM t WHERE id = %d", c*10+k) }
+	for _, tc := range []struct {
+		name   string
+		thread map[int64]uint64 // connection -> its thread (the offset says connection + 100)
+		joined int
+	}{
+		{"in order", map[int64]uint64{10: 110, 11: 111, 12: 112}, 9},
+		{"two swapped", map[int64]uint64{10: 111, 11: 110, 12: 112}, 9},
+		{"three in a ring", map[int64]uint64{10: 111, 11: 112, 12: 110}, 9},
+		// 12's thread is 113 (no offset names 12 for it): 10 and 11 swap,
+		// 12's rows stay unattributed.
+		{"one outside", map[int64]uint64{10: 111, 11: 110, 12: 113}, 6},
+	} {
+		rec := newRecorder(t)
+		j := New(Options{CalibrationErrorUS: 50}, rec.emit)
+		j.SetPartial(true)
+		teachOffset(j)
+		wires := interleavedEndedThreads(j, 10, text, func(c int64) uint64 { return tc.thread[c] })
+		j.FlushAll()
+		joined := 0
+		for _, w := range wires {
+			if w.Joined { // the rows' literals are the connection's own: a joined row is its thread's
+				joined++
+			}
+		}
+		if joined != tc.joined {
+			t.Errorf("%s: %d of %d joined, want %d: %+v", tc.name, joined, len(wires), tc.joined, j.Stats())
 		}
 	}
 }
