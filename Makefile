@@ -4,7 +4,7 @@ BIN      := bin/gapscope
 PKGS     := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build deps demo test test-ebpf test-short race tidy-check bench fuzz fuzz-brief vet clean deb
+.PHONY: all build deps demo test test-packet test-short race tidy-check bench fuzz fuzz-brief vet clean deb
 
 all: build
 
@@ -35,16 +35,18 @@ vet:
 # concurrent packages, plus a brief run of every fuzz target.
 test: build vet tidy-check
 	$(GO) test -count=1 -p 1 -timeout 40m $(PKGS)
-	@$(MAKE) --no-print-directory test-ebpf
+	@$(MAKE) --no-print-directory test-packet
 	@$(MAKE) --no-print-directory race
 	@$(MAKE) --no-print-directory fuzz-brief FUZZTIME=3s
 
-# test-ebpf runs labs that exercise the capture hard (a slow reader, a busy
-# server, a 20 MB INSERT) again with the header-only eBPF capture, which
-# the suite above runs only in the capture package's own tests.
-EBPF_TESTS := TestSlowClientLab|TestBusyLabSlowStatementsJoined|TestHugeRequestJoined
-test-ebpf:
-	GAPSCOPE_CAPTURE=ebpf $(GO) test -count=1 -p 1 -timeout 20m -run '^($(EBPF_TESTS))$$' ./internal/lab ./internal/watch
+# test-packet runs labs that exercise the capture hard (a slow reader, a
+# busy server, a 20 MB INSERT) again with the AF_PACKET ring: the suite
+# above runs watch with its default source, auto, which is the header-only
+# eBPF capture on loopback wherever the server's statement rows are read
+# (and the ring where they are not, or off loopback).
+CAPTURE_TESTS := TestSlowClientLab|TestBusyLabSlowStatementsJoined|TestHugeRequestJoined
+test-packet:
+	GAPSCOPE_CAPTURE=packet $(GO) test -count=1 -p 1 -timeout 20m -run '^($(CAPTURE_TESTS))$$' ./internal/lab ./internal/watch
 
 # tidy-check fails when go.mod or go.sum differ from what go mod tidy would
 # write; -diff prints the difference and changes no file.

@@ -54,7 +54,8 @@ func newWatchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch --dsn DSN",
 		Short: "Live: capture the wire, poll performance_schema, split each statement's time",
-		Long: `watch captures the server's traffic (AF_PACKET, needs root or CAP_NET_RAW),
+		Long: `watch captures the server's traffic (AF_PACKET, needs root or CAP_NET_RAW;
+on loopback a header-only eBPF capture where CAP_BPF and CAP_NET_ADMIN allow, --capture),
 reads performance_schema's statement history on its own schedule, joins the
 two per statement and splits each statement's client-seen time into
   request   the request's own transfer

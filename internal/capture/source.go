@@ -32,7 +32,7 @@ const (
 	SourceAuto = "auto"
 	// DefaultSource is the source when neither the option nor the
 	// environment names one.
-	DefaultSource = SourcePacket
+	DefaultSource = SourceAuto
 	// SourceEnv names the source when LiveOptions.Source is empty, so that
 	// test suites can run each.
 	SourceEnv = "GAPSCOPE_CAPTURE"

@@ -15,7 +15,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// OpenSource opens what --capture or GAPSCOPE_CAPTURE names, packet by
+// OpenSource opens what --capture or GAPSCOPE_CAPTURE names, auto by
 // default, auto as eBPF where it opens and the server's rows are read; a
 // name it does not know is an error, not a silent default.
 func TestOpenSourcePicks(t *testing.T) {
@@ -26,8 +26,8 @@ func TestOpenSourcePicks(t *testing.T) {
 		serverRows bool
 		want       string
 	}{
-		{"", "", true, "AF_PACKET"},
-		{"auto", "", false, "AF_PACKET ring on lo (auto: eBPF only where the server's statement rows are read"},
+		{"", "", true, "eBPF"},
+		{"", "", false, "AF_PACKET ring on lo (auto: eBPF only where the server's statement rows are read"},
 		{"", "packet", true, "AF_PACKET"},
 		{"", "ebpf", false, "eBPF"},
 		{"packet", "ebpf", true, "AF_PACKET"},
