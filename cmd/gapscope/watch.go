@@ -83,8 +83,9 @@ threads, 20,000 digests' outlier sketches, 20,000 connections' tallies,
 the last 50,000 statements for the diagnosis; past a bound watch gives
 up the oldest or turns the newest away, and counts what it dropped where
 a result depends on it. The capture ring is --ring-mb, grown up to
---ring-max-mb on drops; the Go heap's soft limit is 96 MiB (GOMEMLIMIT
-overrides it).`,
+--ring-max-mb on drops (a header-only eBPF ring is a power of two: 32 MiB
+for 24); the Go heap's soft limit is 120 MiB less the ring watch opened,
+96 MiB with the default AF_PACKET ring (GOMEMLIMIT overrides it).`,
 		Example: `  gapscope watch --dsn 'monitor:secret@tcp(127.0.0.1:3306)/' --duration 60s
   gapscope watch --dsn 'root@tcp(db1:3306)/' --iface eth0 --events stmts.jsonl --store watch.db
   MYSQL_PWD=secret gapscope watch --dsn 'monitor@tcp(127.0.0.1:3306)/' --enable-consumers`,
@@ -245,7 +246,7 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		debug.SetGCPercent(watch.GCPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(watch.MemoryLimit)
+		opts.MemoryGoal = watch.MemoryGoal
 	}
 	res, err := watch.Run(ctx, opts)
 	err = reportWatch(out, res, err, outs, f)

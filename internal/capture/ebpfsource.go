@@ -91,6 +91,10 @@ func openEBPF(iface string, opts LiveOptions, forceClsact bool) (*EBPF, error) {
 	return &EBPF{opts: opts, ring: ring, full: full, wake: wake, iface: iface}, nil
 }
 
+// RingBytes is the BPF ring buffer's data size (a power of two at least
+// the RingMB asked for).
+func (e *EBPF) RingBytes() int64 { return int64(len(e.ring.data)) }
+
 // Describe says which capture this is.
 func (e *EBPF) Describe() string {
 	return fmt.Sprintf("eBPF header-only (%s on %s; answers past %d+%d bytes cut)", e.ring.Hook, e.iface, headBytes, tailBytes)

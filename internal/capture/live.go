@@ -271,6 +271,10 @@ func (l *Live) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	return st, err
 }
 
+// RingBytes is the ring's size at open (a ring that grows on drops maps
+// the larger one beside it, then moves: grow.go).
+func (l *Live) RingBytes() int64 { return int64(l.opts.RingMB) << 20 }
+
 // Describe says which capture this is.
 func (l *Live) Describe() string {
 	d := "AF_PACKET ring on " + l.iface

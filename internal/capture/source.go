@@ -17,6 +17,10 @@ type Source interface {
 	Close() error
 	// Describe says which capture runs, for the report.
 	Describe() string
+	// RingBytes is the size of the kernel ring the source mapped into the
+	// process when it opened: resident once the ring has wrapped, outside
+	// the Go runtime's heap.
+	RingBytes() int64
 }
 
 // Live capture sources (LiveOptions.Source, GAPSCOPE_CAPTURE).

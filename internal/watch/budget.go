@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gapscope/gapscope/internal/capture"
 )
 
 // SampleStep is one change of the connections whose statements a
@@ -290,9 +292,17 @@ func BudgetProcs(budget float64, cpus int) int {
 // the watched server's cores, come half as often.
 const GCPercent = 200
 
-// MemoryLimit is the Go runtime's soft memory limit for a watch run
-// (GOMEMLIMIT; the ring, mapped outside the runtime, and the binary's
-// text come on top). With GCPercent alone the heap is three times the
+// MemoryGoal is what a watch run's Go runtime and its capture ring hold
+// together at most (Options.MemoryGoal): the runtime's soft memory limit
+// is the goal less the ring the capture opened, so that the header-only
+// capture's larger ring (a BPF ring buffer's size is a power of two: 32
+// MiB for the default 24) costs no more resident memory than the
+// AF_PACKET ring. With the default ring the limit is MemoryLimit.
+const MemoryGoal = MemoryLimit + capture.DefaultRingMB<<20
+
+// MemoryLimit is the Go runtime's soft memory limit for a watch run with
+// the default AF_PACKET ring (GOMEMLIMIT; the ring, mapped outside the
+// runtime, and the binary's text come on top). With GCPercent alone the heap is three times the
 // live heap, and the live heap grows with the load (the window, the
 // joiner's queues, the profile's rows), so the resident size would follow
 // every swing of it. Past the limit the collector runs as often as it

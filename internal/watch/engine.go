@@ -235,6 +235,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		db.Close()
 		return nil, err
 	}
+	e.fitMemoryLimit()
 	e.sink = newSink(opts.WindowSize, newOutputStage(opts.Sinks), e.noWire)
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server)}, e.joined)
@@ -290,6 +291,19 @@ func (e *engine) poolVars(ctx context.Context) map[string]string {
 		}
 	}
 	return out
+}
+
+// fitMemoryLimit sets the runtime's soft memory limit to the run's goal
+// less the ring the capture mapped (Options.MemoryGoal).
+func (e *engine) fitMemoryLimit() {
+	if e.opts.MemoryGoal <= 0 {
+		return
+	}
+	var ring int64
+	if e.live != nil {
+		ring = e.live.RingBytes()
+	}
+	debug.SetMemoryLimit(e.opts.MemoryGoal - ring)
 }
 
 // openCapture opens the live capture of every connection on the watched

@@ -107,6 +107,11 @@ type Options struct {
 	// Capture picks the live capture: capture.SourceAuto, SourceEBPF or
 	// SourcePacket ("": GAPSCOPE_CAPTURE, else capture.DefaultSource).
 	Capture string
+	// MemoryGoal, when above 0, sets the Go runtime's soft memory limit
+	// (process-wide) to it less the capture ring's size once the capture
+	// is open (MemoryGoal, the constant, is watch's; the command passes it
+	// unless GOMEMLIMIT is set). 0 leaves the limit alone.
+	MemoryGoal int64
 	// EnableConsumers lets watch turn on the performance_schema consumers
 	// it needs when they are off (statements current, history and
 	// history_long), restored on exit.
