@@ -77,8 +77,9 @@ echo "t_s rss_kb threads fds store_bytes events_bytes ring_kb" >"$WORK/samples.t
 sample() {
   local rss thr fds st ev ring
   rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$WATCH_PID/status")
-  # the capture ring: the packet socket's mapping (smaps names it socket:[N])
-  ring=$(awk '/^[0-9a-f]+-[0-9a-f]+ / {s = ($6 ~ /^socket:/)} s && /^Rss:/ {t += $2} END {print t + 0}' "/proc/$WATCH_PID/smaps")
+  # the capture ring: the packet socket's mapping (smaps names it
+  # socket:[N]), or the header-only capture's BPF ring buffer (anon_inode:bpf-map)
+  ring=$(awk '/^[0-9a-f]+-[0-9a-f]+ / {s = ($6 ~ /^socket:/ || $6 ~ /^anon_inode:bpf-map/)} s && /^Rss:/ {t += $2} END {print t + 0}' "/proc/$WATCH_PID/smaps")
   thr=$(awk '/^Threads:/ {print $2}' "/proc/$WATCH_PID/status")
   fds=$(find "/proc/$WATCH_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
   st=$(cat "$WORK"/soak.db* 2>/dev/null | wc -c)
