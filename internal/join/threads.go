@@ -46,6 +46,8 @@ type threadIDs struct {
 	undecided []undecidedGroup
 	// texts is connOfRows' buffer of the rows' text hashes.
 	texts []uint64
+	// byNamed is attributeSwaps' index, reused from pass to pass.
+	byNamed map[uint64]int
 	// partial: only a join sample's connections hand their statements in
 	// (SetPartial).
 	partial bool
@@ -206,11 +208,27 @@ const maxSwapCycle = 8
 // connection left out of the sample has no wire statements, so it fits no
 // thread and can take no part in a swap.
 func (j *Joiner) attributeSwaps(kept []anonRow, undecided []undecidedGroup, touched []*connState) []*connState {
-	named := func(conn uint64) int { // the undecided thread the offset gives conn
-		if conn == 0 {
-			return -1
+	// byNamed: the undecided thread the offset gives a connection, for the
+	// threads whose rows fit another one alone (few: built per pass).
+	byNamed := j.thr.byNamed
+	clear(byNamed)
+	for k, g := range undecided {
+		if !g.taken && g.fit.named != 0 {
+			if byNamed == nil {
+				byNamed = map[uint64]int{}
+				j.thr.byNamed = byNamed
+			}
+			byNamed[g.fit.named] = k
 		}
-		return slices.IndexFunc(undecided, func(g undecidedGroup) bool { return !g.taken && g.fit.named == conn })
+	}
+	if len(byNamed) < 2 {
+		return touched // a swap takes two
+	}
+	named := func(conn uint64) int {
+		if k, ok := byNamed[conn]; ok && !undecided[k].taken {
+			return k
+		}
+		return -1
 	}
 	var cycle [maxSwapCycle]int
 	for k := range undecided {
@@ -228,7 +246,7 @@ func (j *Joiner) attributeSwaps(kept []anonRow, undecided []undecidedGroup, touc
 				break
 			}
 		}
-		if m != k {
+		if m != k || slices.ContainsFunc(cycle[:n], func(m int) bool { return !j.canTake(undecided[m].fit.only, kept[undecided[m].lo].r.ThreadID) }) {
 			continue
 		}
 		for _, m := range cycle[:n] {
@@ -240,6 +258,14 @@ func (j *Joiner) attributeSwaps(kept []anonRow, undecided []undecidedGroup, touc
 		}
 	}
 	return touched
+}
+
+// canTake reports whether connection id can take thread's rows: no other
+// thread's rows went to it (a second chance may have given it one since
+// connOfRows looked).
+func (j *Joiner) canTake(id, thread uint64) bool {
+	c := j.conns[id]
+	return c != nil && (c.thread == 0 || c.thread == thread)
 }
 
 // attributed records that the wire singled out thread's connection.
