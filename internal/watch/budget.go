@@ -302,10 +302,10 @@ const MemoryGoal = MemoryLimit + capture.DefaultRingMB<<20
 
 // MemoryLimit is the Go runtime's soft memory limit for a watch run with
 // the default AF_PACKET ring (GOMEMLIMIT; the ring, mapped outside the
-// runtime, and the binary's text come on top). With GCPercent alone the heap is three times the
-// live heap, and the live heap grows with the load (the window, the
-// joiner's queues, the profile's rows), so the resident size would follow
-// every swing of it. Past the limit the collector runs as often as it
+// runtime, and the binary's text come on top). With GCPercent alone the
+// heap is three times the live heap, and the live heap grows with the
+// load (the window, the joiner's queues, the profile's rows), so the
+// resident size would follow every swing of it. Past the limit the collector runs as often as it
 // takes to stay under it. The limit is what keeps watch's resident size
 // within its goal under churn (docs/performance.md), so it is sized for
 // the live heap's bounds: the window holds compact records, a profile
