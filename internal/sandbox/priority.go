@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // LabNice is the nice value labs run their sandbox and themselves at: on a
@@ -38,10 +39,14 @@ func RaiseProcessPriority(nice int) (restore func(), err error) {
 	return func() { _ = setAllThreads(orig) }, nil
 }
 
-// setAllThreads sets every thread to nice; a thread that an unchanged one
-// created while the list was walked is caught by the next pass.
+// setAllThreads sets every thread to nice. A thread being created copies
+// its creator's nice before it shows in /proc/self/task, so a creator
+// changed in one pass can leave a child at the old value that a pass run
+// at once does not list yet (CI saw one thread left raised after
+// restore). So every pass that changed a thread is followed, a pause
+// later, by another, and it stops at the first that changes nothing.
 func setAllThreads(nice int) error {
-	for range 5 {
+	for range 20 {
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
 			return fmt.Errorf("sandbox: listing this process's threads: %w", err)
@@ -63,6 +68,7 @@ func setAllThreads(nice int) error {
 		if !changed {
 			return nil
 		}
+		time.Sleep(2 * time.Millisecond)
 	}
 	return nil
 }
