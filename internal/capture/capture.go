@@ -58,6 +58,12 @@ type Options struct {
 	// the server's sockets' TCP_INFO only while this moves, when the
 	// stalled socket still exists.
 	Stalls *atomic.Int64
+	// InFlight, when set, counts the connections with a command the
+	// capture saw sent and not yet answered in full (a TLS connection's
+	// are not known). A live watch reads the server's running statements
+	// only while this is above zero, or when clients the capture cannot
+	// see are connected.
+	InFlight *atomic.Int64
 }
 
 func (o Options) withDefaults() Options {

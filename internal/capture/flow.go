@@ -45,6 +45,32 @@ type flow struct {
 	fullAsked bool
 	// gone: the tracker dropped the flow from its table (tracker.drop).
 	gone bool
+	// awaiting: the flow counts in Options.InFlight (noteAwaiting); own:
+	// the connection sent a statement of gapscope's own (sqltext.IsOwn),
+	// and never counts there.
+	awaiting, own bool
+}
+
+// noteAwaiting updates whether the connection has a command awaiting its
+// answer, after a segment: the decoder's queue says so.
+func (f *flow) noteAwaiting() {
+	if f.t.opts.InFlight == nil {
+		return
+	}
+	f.setAwaiting(f.state == stateMySQL && !f.inTLS && !f.own && f.dec != nil && f.dec.Awaiting())
+}
+
+// setAwaiting moves the flow in or out of Options.InFlight.
+func (f *flow) setAwaiting(on bool) {
+	if on == f.awaiting || f.t.opts.InFlight == nil {
+		return
+	}
+	f.awaiting = on
+	if on {
+		f.t.opts.InFlight.Add(1)
+	} else {
+		f.t.opts.InFlight.Add(-1)
+	}
 }
 
 // segment advances the flow with one TCP segment.

@@ -41,6 +41,7 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 		stalls, stallUS = f.win.stalls(ex.ReqLast, respLast)
 	}
 	if sqltext.IsOwn(ex.SQL) {
+		f.own = true
 		f.t.stats.OwnStatements++
 		return
 	}

@@ -18,6 +18,7 @@ type connDecoder interface {
 	Gap(dir mysqlproto.Direction, tsUS int64)
 	Close(tsUS int64)
 	Info() *mysqlproto.ConnInfo
+	Awaiting() bool
 }
 
 // flowKey identifies a TCP connection regardless of direction: a is the
@@ -144,6 +145,7 @@ func (t *Tracker) segment(p *packet) {
 		*slot = f
 	}
 	f.segment(p, srcIsA)
+	f.noteAwaiting()
 }
 
 // flowSlots is the size of the tracker's flow cache (a power of two).
@@ -157,6 +159,7 @@ func flowSlot(k *flowKey) int {
 
 // drop takes a flow out of the table (and so out of the cache).
 func (t *Tracker) drop(k flowKey, f *flow) {
+	f.setAwaiting(false)
 	f.gone = true
 	delete(t.flows, k)
 }
@@ -177,6 +180,7 @@ func (t *Tracker) newFlow(key flowKey, p *packet) *flow {
 	f := &flow{t: t, key: key}
 	f.half[0].wscale, f.half[1].wscale = -1, -1
 	if old := t.flows[key]; old != nil {
+		old.setAwaiting(false)
 		old.gone = true // a tombstone reopened: the cache must not find it
 	}
 	t.flows[key] = f

@@ -80,6 +80,7 @@ func (d *fakeDec) Close(ts int64) {
 	}
 }
 func (d *fakeDec) Info() *mysqlproto.ConnInfo { return &d.info }
+func (d *fakeDec) Awaiting() bool             { return d.inReq }
 
 // harness is a tracker with fake decoders and collected statements.
 type harness struct {
@@ -622,4 +623,47 @@ func TestTrackerStatementsFromSlabsStayApart(t *testing.T) {
 			t.Errorf("statement %d: %q rows %d conn %q, want %q", i, s.SQL, s.Rows, s.Conn, want)
 		}
 	}
+}
+
+// TestTrackerInFlight: Options.InFlight counts the connections whose
+// command is not answered in full, and a connection leaves the count
+// when it ends or is evicted mid-command (else a watch would read the
+// server's running statements for ever).
+func TestTrackerInFlight(t *testing.T) {
+	var n atomic.Int64
+	h := newHarness(Options{InFlight: &n, IdleTimeout: time.Minute})
+	a := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+	b := newConv("10.0.0.1:40001", "10.0.0.2:3306")
+	h.feed(a.handshake(-1, -1)...)
+	h.feed(b.handshake(-1, -1)...)
+	want := func(step string, w int64) {
+		t.Helper()
+		if got := n.Load(); got != w {
+			t.Errorf("%s: in flight %d, want %d", step, got, w)
+		}
+	}
+	want("connected", 0)
+	h.feed(a.fromClient([]byte("SELECT SLEEP(1)")))
+	want("a asked", 1)
+	h.feed(b.fromClient([]byte("SELECT 1")))
+	want("b asked", 2)
+	h.feed(a.fromServer([]byte("first rows")))
+	want("a answering", 2)
+	h.feed(a.fromServer([]byte("end\n")))
+	want("a answered", 1)
+	h.feed(b.fin(true), b.fin(false))
+	want("b closed mid-command", 0)
+	h.feed(a.fromClient([]byte("SELECT SLEEP(100)")))
+	want("a asked again", 1)
+	c := newConv("10.0.0.1:50000", "10.0.0.2:3306")
+	c.tsUS = a.tsUS + 2*time.Minute.Microseconds()
+	h.feed(c.handshake(-1, -1)...)
+	want("a evicted idle", 0)
+	// gapscope's own connection: once it sent one of gapscope's own
+	// statements, its commands are not the application's.
+	h.feed(c.fromClient([]byte("/* gapscope */ SELECT 1")))
+	want("own connection's first command", 1)
+	h.feed(c.fromServer([]byte("end\n")))
+	h.feed(c.fromClient([]byte("/* gapscope */ SELECT 2")))
+	want("own connection's next command", 0)
 }

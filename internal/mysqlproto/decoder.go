@@ -358,6 +358,10 @@ func (d *ConnDecoder) emit(h *pending) {
 	}
 }
 
+// Awaiting reports whether a command the client sent has not been answered
+// in full yet: the server is working on it, or still sending its answer.
+func (d *ConnDecoder) Awaiting() bool { return len(d.queue) > 0 }
+
 func (d *ConnDecoder) pop() {
 	h := d.queue[0]
 	n := copy(d.queue, d.queue[1:])

@@ -416,3 +416,33 @@ func TestSkipParams(t *testing.T) {
 		t.Fatal("no case has parameters: the test compares nothing")
 	}
 }
+
+// TestAwaitingMatchesWhatCloseFlushes: after every delivery of every
+// case, Awaiting says whether a command is still unanswered, exactly
+// when closing the connection then would emit an exchange for it; and a
+// client command's first bytes make it true unless it expects no answer.
+func TestAwaitingMatchesWhatCloseFlushes(t *testing.T) {
+	seen := map[bool]int{}
+	for _, c := range decodeCases {
+		for _, v := range variants {
+			chunks := buildCase(c, v.deprecate, v.compress)
+			for i := range chunks {
+				r := &recorder{}
+				d := NewConnDecoder(r, Options{})
+				for _, ch := range chunks[:i+1] {
+					d.Feed(ch.dir, ch.ts, ch.data)
+				}
+				awaiting, before := d.Awaiting(), len(r.exs)
+				seen[awaiting]++
+				d.Close(chunks[i].ts + 1)
+				if flushed := len(r.exs) > before; awaiting != flushed {
+					t.Errorf("%s/%s after chunk %d: Awaiting %v, yet Close emitted %d exchanges", c.name, v.name, i, awaiting, len(r.exs)-before)
+				}
+			}
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("the cases never showed both states: %v", seen)
+	}
+	t.Logf("awaiting after %d deliveries, not after %d", seen[true], seen[false])
+}

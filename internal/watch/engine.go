@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
@@ -247,9 +248,13 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	e.poll = &poller{db: db, addr: addr, own: own, clock: e.clock, joiner: e.joiner, sink: e.sink, sample: e.sample,
 		side: e.side, notes: &e.notes, losses: &e.losses, sockets: e.sockets, path: e.path,
 		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
+		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
 		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
+	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
+		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
+	}
 	e.poll.setIdentity()
 	e.poll.mapExistingConns(ctx)
 	e.poll.learnStart(ctx)
@@ -258,6 +263,15 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		e.plans = plans.NewCatcher(db, plans.Options{Threshold: opts.PlansThreshold})
 	}
 	return e, nil
+}
+
+// wireInFlight is the capture's count of commands awaiting their answer,
+// nil without a capture (nothing then gates the running scans).
+func (e *engine) wireInFlight() *atomic.Int64 {
+	if e.live == nil {
+		return nil
+	}
+	return &e.wire.inFlight
 }
 
 // newJoinSample is the run's join sample: a fixed --sample, or every
@@ -326,7 +340,7 @@ func (e *engine) openCapture() (live capture.Source, noWire bool, err error) {
 		ports = []uint16{portOf(e.addr)}
 	}
 	live, err = capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
-		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls},
+		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls, InFlight: &e.wire.inFlight},
 		RingMB: e.opts.RingMB, MaxRingMB: e.opts.MaxRingMB, Source: e.opts.Capture, ServerRows: e.readsRows})
 	if err != nil {
 		e.noteServerOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
@@ -349,6 +363,7 @@ func (e *engine) startCapture(ctx context.Context) <-chan capture.Stats {
 	}
 	go func() {
 		st, err := e.live.Run(ctx, e.wire.take)
+		e.wire.down.Store(true)
 		if err != nil {
 			e.notes.add("capture stopped: %v", err)
 		}

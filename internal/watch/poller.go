@@ -53,6 +53,13 @@ type poller struct {
 	// stage's atomic), against the server's Connections counter;
 	// wireTaken the statements it took, a sign of activity.
 	wireConns, wireTaken *atomic.Int64
+	// wireInFlight counts the commands the capture saw sent and not yet
+	// answered (nil without a capture), wireDown says the capture stopped:
+	// the running scans at their regular pace wait for a command in
+	// flight while the wire sees every client (wireQuiet).
+	wireInFlight *atomic.Int64
+	wireDown     *atomic.Bool
+	accepts      *acceptWatch // nil: the server's connections cannot be watched
 	// pollEvery and minPollEvery bound the interval between reads of
 	// history_long (Options.PollInterval, MinPollInterval);
 	// enableConsumers lets it turn on the consumers it needs.
@@ -89,6 +96,11 @@ type poller struct {
 	unseenUntil          time.Time
 	connsAt, wireConnsAt int64
 	unseenOwed           int64
+	// shortUntil: until then the server counted statements the wire did
+	// not take (noteShortfall), so the wire's in-flight count cannot gate
+	// the running scans; shortAt holds the counts at the last status read.
+	shortUntil time.Time
+	shortAt    shortfallCounts
 	// act says whether anyone but watch uses the server; idleReadAt is
 	// when the reads an idle server skips were last made.
 	act        activity
@@ -504,6 +516,7 @@ func (p *poller) pollSlow(ctx context.Context) {
 			p.learn.pending = p.cursor != nil // name the new connections while they live
 		}
 		p.noteUnseen(status)
+		p.noteShortfall(status, now)
 		p.queryRate = statementRate(p.status, status, time.Since(p.statusAt))
 		p.status, p.statusAt = status, time.Now()
 		if start, ok := startFromUptime(status); ok && p.startedAt == 0 {
@@ -511,6 +524,7 @@ func (p *poller) pollSlow(ctx context.Context) {
 		}
 	} else {
 		p.act.mark(now) // not known to be idle
+		p.noteShortfall(nil, now)
 	}
 	if p.wireTaken != nil {
 		p.act.noteWire(now, p.wireTaken.Load())
@@ -532,6 +546,49 @@ func (p *poller) pollSlow(ctx context.Context) {
 	_ = p.sockets.poll() // a failed read keeps the earlier ones
 	_ = p.path.poll()
 }
+
+// shortfallCounts are the server's and the wire's statement counts at a
+// status read.
+type shortfallCounts struct {
+	known                 bool
+	server, wire, ownSent int64
+}
+
+// noteShortfall compares the statements the server counted since the last
+// status read with those the wire took and watch's own. More on the
+// server, beyond the wire's lag (shortfallSlack), means clients the
+// capture does not see (a unix socket, another interface, a flow it could
+// not follow): only the running scans find their long statements while
+// they run, so the scans keep their pace for unseenFor. A read without
+// the counters, or the first, cannot tell, and holds them until the next.
+func (p *poller) noteShortfall(status map[string]string, now time.Time) {
+	server, ok := statusInt(status, "Questions", "Queries")
+	if !ok || p.wireTaken == nil {
+		p.shortAt.known = false
+		p.shortUntil = later(p.shortUntil, now.Add(2*slowPollEvery))
+		return
+	}
+	cur := shortfallCounts{known: true, server: server, wire: p.wireTaken.Load(), ownSent: p.own.sent.Load()}
+	switch prev := p.shortAt; {
+	case !prev.known:
+		p.shortUntil = later(p.shortUntil, now.Add(2*slowPollEvery))
+	case shortfall(prev, cur) > shortfallSlack(cur.server-prev.server):
+		p.shortUntil = later(p.shortUntil, now.Add(unseenFor))
+	}
+	p.shortAt = cur
+}
+
+// shortfall is how many more statements the server counted between two
+// reads than the wire took and watch sent.
+func shortfall(prev, cur shortfallCounts) int64 {
+	return (cur.server - prev.server) - (cur.wire - prev.wire) - (cur.ownSent - prev.ownSent)
+}
+
+// shortfallSlack is the shortfall a wire that sees every client still
+// shows: the statements between its last look and the read (the capture
+// hands them over tens of milliseconds late), a tenth of a second's worth
+// and a few more.
+func shortfallSlack(server int64) int64 { return 20 + server/10 }
 
 // statementRate is the server's statements per second between two status
 // reads (Queries counts stored programs' statements too, as the history

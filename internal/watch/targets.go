@@ -301,6 +301,12 @@ func (p *poller) scanRunning(ctx context.Context) {
 		return // an idle server has nothing running (activity)
 	}
 	t.scannedAt = now
+	if every == runningEvery && p.wireQuiet(now) {
+		p.side.serverM.Lock()
+		p.side.server.RunningScansSkipped++
+		p.side.serverM.Unlock()
+		return
+	}
 	clock, _ := p.clock.Clock()
 	rows, err := t.reader.ReadRunning(ctx, p.db, atLeast, clock)
 	p.side.serverM.Lock()
@@ -316,6 +322,20 @@ func (p *poller) scanRunning(ctx context.Context) {
 		// learn its thread (and its connection's type) while it lives.
 		p.learn.pending = true
 	}
+}
+
+// wireQuiet reports whether a scan at the regular pace can be skipped: the
+// capture runs, sees every client the server counts (no shortfall, no
+// unseen connections), no client connected within acceptGrace (a server on
+// this host: acceptWatch) and no command of theirs is in flight, so
+// nothing runs that a scan could find. The wire knows a command when the capture
+// reads it, up to its pace (tens of milliseconds) after it was sent: a
+// statement is then seen running if it lasts the outlier floor, a scan
+// interval and that lag. The busy pace is never skipped: its statements
+// are a few milliseconds long, shorter than the lag.
+func (p *poller) wireQuiet(now time.Time) bool {
+	return p.wireInFlight != nil && p.wireDown != nil && !p.wireDown.Load() && p.wireInFlight.Load() == 0 &&
+		!now.Before(p.unseenUntil) && !now.Before(p.shortUntil) && p.accepts != nil && !p.accepts.recent(now)
 }
 
 // remember adds the statements a scan saw running to their connections'

@@ -215,6 +215,9 @@ type ServerSideStats struct {
 	// statements running past the outlier floor (every 100 ms, every 20 ms
 	// while busy connections' outliers are lost to both histories).
 	RunningScans int64 `json:"running_scans"`
+	// RunningScansSkipped are the scans at the regular pace not made
+	// because the wire saw every client and none had a command in flight.
+	RunningScansSkipped int64 `json:"running_scans_skipped"`
 	// ThreadReads are the reads of which thread serves which connection
 	// (performance_schema.threads), made as the wire sees new connections.
 	ThreadReads int64 `json:"thread_reads"`

@@ -41,6 +41,11 @@ type wireStage struct {
 	// window stalls the capture saw begin (capture.Options.Stalls): the
 	// kernel socket reads wait for them.
 	taken, stalls atomic.Int64
+	// inFlight counts the connections with a command the capture saw sent
+	// and not answered yet (capture.Options.InFlight); down is set once
+	// the capture stopped, its count then meaning nothing.
+	inFlight atomic.Int64
+	down     atomic.Bool
 }
 
 // maxKnownConns bounds the connections the stage remembers: past it, it
