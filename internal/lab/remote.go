@@ -493,7 +493,7 @@ func describeRemote(s *RemoteSummary) []string {
 		pm("point selects", s.PointSelects),
 		pm(sleepSQL, s.Sleeps),
 		fmt.Sprintf("statements whose parts do not sum to client_us: %d", s.SumMismatches),
-		fmt.Sprintf("against a capture on the server's side of the link: %d statements matched, %d with a queue the server side does not show (max excess %s), %d queues of 10 ms or more confirmed by the server side",
-			s.Witness.Matched, s.Witness.Exceeding, report.Micros(s.Witness.MaxExcessUS), s.Witness.Confirmed),
+		fmt.Sprintf("against a capture on the server's side of the link: %d statements matched, %d with a queue the server side does not show (max excess %s), %d queues of 10 ms or more confirmed by the server side; %d requests the link itself held beyond its usual transit (at most %s), which no capture on the application's side can tell from queue",
+			s.Witness.Matched, s.Witness.Exceeding, report.Micros(s.Witness.MaxExcessUS), s.Witness.Confirmed, s.Witness.LinkHeld, report.Micros(s.Witness.MaxLinkHeldUS)),
 	}
 }
