@@ -199,13 +199,17 @@ func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, 
 }
 
 // submitWaking submits the record in r9 at label as BPFSubmit does (the
-// reader woken when wake bytes wait), and also wakes it when the wake
-// map's flag is set, clearing it: the reader sets the flag before a long
-// sleep, so that the first record after a quiet spell reaches it at once
-// rather than at the end of its sleep, while under load (the flag clear)
-// records wait for its pace as before. Stack: -144 the map's key.
+// reader woken when wake bytes wait), unless the wake map's flag says
+// otherwise. A flag of 1 wakes the reader at this record and is cleared:
+// the reader sets it before a long sleep, so that the first record after
+// a quiet spell reaches it at once rather than at the end of its sleep. A
+// larger flag is a smaller wake threshold in bytes, kept: the reader sets
+// it while it sleeps longer between looks at a light load, so that a burst
+// still reaches it within a few milliseconds. Under load (the flag clear)
+// records wait for its pace as before. Stack: -144 the map's key, -152 the
+// threshold across the query.
 func submitWaking(label string, ringFD, wakeFD int, wake int32) ebpfasm.Instructions {
-	const spWakeKey = -144
+	const spWakeKey, spWakeAt = -144, -152
 	r0, r1, r2, r3, fp := ebpfasm.R0, ebpfasm.R1, ebpfasm.R2, ebpfasm.R3, ebpfasm.RFP
 	return ebpfasm.Instructions{
 		ebpfasm.StoreImm(fp, spWakeKey, 0, ebpfasm.Word).WithSymbol(label),
@@ -216,7 +220,17 @@ func submitWaking(label string, ringFD, wakeFD int, wake int32) ebpfasm.Instruct
 		ebpfasm.JEq.Imm(r0, 0, label+"-query"),
 		ebpfasm.LoadMem(r3, r0, 0, ebpfasm.Word),
 		ebpfasm.JEq.Imm(r3, 0, label+"-query"),
+		ebpfasm.JGT.Imm(r3, 1, label+"-below"),
 		ebpfasm.StoreImm(r0, 0, 0, ebpfasm.Word),
+		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
+		ebpfasm.Ja.Label(label + "-notify"),
+		ebpfasm.StoreMem(fp, spWakeAt, r3, ebpfasm.DWord).WithSymbol(label + "-below"),
+		ebpfasm.LoadMapPtr(r1, ringFD),
+		ebpfasm.Mov.Imm(r2, 0), // BPF_RB_AVAIL_DATA
+		ebpfasm.FnRingbufQuery.Call(),
+		ebpfasm.LoadMem(r3, fp, spWakeAt, ebpfasm.DWord),
+		ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
+		ebpfasm.JLT.Reg(r0, r3, label+"-notify"),
 		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
 		ebpfasm.Ja.Label(label + "-notify"),
 		ebpfasm.LoadMapPtr(r1, ringFD).WithSymbol(label + "-query"),

@@ -319,3 +319,49 @@ func records(t *testing.T, e *EBPF) []packet {
 	})
 	return got
 }
+
+// TestHeaderProgramWakeThreshold: a flag above 1 is a wake threshold the
+// program keeps: records below it leave a sleeping reader asleep, the
+// record that brings the waiting bytes to it wakes the reader.
+func TestHeaderProgramWakeThreshold(t *testing.T) {
+	e := openTestEBPF(t, LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
+	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
+	const threshold = 4096
+	e.setWake(threshold)
+	flag := func() uint32 {
+		var v uint32
+		if err := e.wake.Lookup(uint32(0), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// waitWhile runs records while the reader waits up to d, and returns
+	// how long it waited (the records start once it surely sleeps).
+	waitWhile := func(d time.Duration, payloads ...[]byte) time.Duration {
+		done := make(chan time.Duration)
+		go func() {
+			start := time.Now()
+			e.ring.Wait(d)
+			done <- time.Since(start)
+		}()
+		time.Sleep(200 * time.Millisecond)
+		for _, p := range payloads {
+			runProgram(t, e, frame(linkEthernet, c.fromClient(p)))
+		}
+		return <-done
+	}
+	if got := waitWhile(time.Second, []byte("SELECT 1"), []byte("SELECT 2")); got < time.Second {
+		t.Errorf("two short records, below the threshold, woke the reader after %v", got)
+	}
+	if flag() != threshold {
+		t.Fatalf("flag %d after records below the threshold, want it kept", flag())
+	}
+	e.ring.Each(recordHeader, func([]byte) {})
+	big := bytes.Repeat([]byte("x"), 900) // a request is copied whole: 5 of them pass 4 KiB
+	if got := waitWhile(10*time.Second, big, big, big, big, big); got >= 10*time.Second {
+		t.Error("the records passing the threshold did not wake the reader")
+	}
+	if flag() != threshold {
+		t.Errorf("flag %d after the wake, want the threshold kept", flag())
+	}
+}

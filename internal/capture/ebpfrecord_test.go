@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/event"
 )
@@ -335,4 +336,44 @@ func FuzzHeaderRecords(f *testing.F) {
 		}
 		tr.Close(ts)
 	})
+}
+
+// TestReaderPace: the reader looks every lightPoll, with the program's
+// wake threshold, while records come slower than lightRate, and every
+// ebpfPoll, with the program's own, as soon as they come faster or a
+// connection opens.
+func TestReaderPace(t *testing.T) {
+	var p readerPace
+	t0 := time.Now()
+	if got := p.read(10); got != ebpfPoll {
+		t.Fatalf("first records: wait %v, want %v", got, ebpfPoll)
+	}
+	p.waited(t0, 1)
+	p.read(20) // 20 records in 100 ms: 200 a second
+	p.waited(t0.Add(100*time.Millisecond), 1)
+	if p.every != lightPoll || p.wakeBytes() != lightWakeBytes {
+		t.Errorf("200 records a second: every %v, wake at %d bytes; want %v and %d", p.every, p.wakeBytes(), lightPoll, lightWakeBytes)
+	}
+	if got := p.read(1); got != lightPoll {
+		t.Errorf("light: wait %v, want %v", got, lightPoll)
+	}
+	p.read(400) // 401 records in 100 ms: above lightRate
+	p.waited(t0.Add(200*time.Millisecond), 1)
+	if p.every != ebpfPoll || p.wakeBytes() != 0 {
+		t.Errorf("4,010 records a second: every %v, wake at %d bytes; want %v and the program's own", p.every, p.wakeBytes(), ebpfPoll)
+	}
+	p.waited(t0.Add(time.Hour), 1) // a wait with nothing read keeps the pace
+	if p.every != ebpfPoll {
+		t.Errorf("an empty wait changed the pace to %v", p.every)
+	}
+	p.read(2)
+	p.waited(t0.Add(time.Hour+100*time.Millisecond), 1)
+	if p.every != lightPoll {
+		t.Fatalf("20 records a second: every %v, want %v", p.every, lightPoll)
+	}
+	p.read(2) // as few, but a connection opened meanwhile
+	p.waited(t0.Add(time.Hour+200*time.Millisecond), 2)
+	if p.every != ebpfPoll {
+		t.Errorf("a new connection: every %v, want %v", p.every, ebpfPoll)
+	}
 }

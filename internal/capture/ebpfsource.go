@@ -34,6 +34,19 @@ const (
 	// over, and its row was lost. While nothing comes the wait doubles up
 	// to idleWait.
 	ebpfPoll = 25 * time.Millisecond
+	// lightPoll is the timer while records come slower than lightRate a
+	// second (a few hundred statements): every wake of the process costs
+	// it far more than the records it reads then, and at that rate the
+	// server's history_long keeps a statement for over a second, ten
+	// times this wait. A busier wire brings ebpfPoll back at once.
+	lightPoll = 100 * time.Millisecond
+	lightRate = 2000
+	// lightWakeBytes: while the reader keeps lightPoll, the program wakes
+	// it once this much waits, so that a burst after a light spell reaches
+	// it within milliseconds (at 20k statements a second, ~12 ms), not at
+	// the end of its wait: the server's history rings turn over in tens
+	// of milliseconds at such rates. A light load's records stay below it.
+	lightWakeBytes = 128 << 10
 	// fullMapSize bounds the connections in the full map (an LRU map).
 	fullMapSize = 65536
 )
@@ -44,10 +57,12 @@ type EBPF struct {
 	ring *BPFRing
 	full *ebpf.Map
 	// wake holds the flag the reader sets before a long sleep: the
-	// program's next record wakes it (submitWaking).
-	wake   *ebpf.Map
-	iface  string
-	closed sync.Once
+	// program's next record wakes it (1), or a smaller wake threshold in
+	// bytes (submitWaking); wakeSet is what the reader last wrote there.
+	wake    *ebpf.Map
+	wakeSet uint32
+	iface   string
+	closed  sync.Once
 	// egressNote, on an interface other than loopback, says what its
 	// egress stamps may count as queue (stampsAsTheRing).
 	egressNote string
@@ -119,25 +134,30 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 		t.Record(rec, headBytes, e.ring.WallUS(int64(binary.NativeEndian.Uint64(rec))))
 	}
 	defer context.AfterFunc(ctx, e.ring.Interrupt)()
-	// The reader keeps its pace with the timer (ebpfPoll), backing off to
-	// idleWait while nothing comes, so that an idle watch wakes every 2 s.
-	// Before a wait longer than its pace it asks the program to wake it at
-	// the next record: a burst after a quiet spell then reaches the
-	// tracker at once, not up to 2 s later (the AF_PACKET ring hands over
-	// such a trickle within blockTimeout).
+	// The reader keeps its pace with the timer (ebpfPoll; lightPoll while
+	// records come slowly, the program then waking it at lightWakeBytes),
+	// backing off to idleWait while nothing comes, so that an idle watch
+	// wakes every 2 s. Before a wait longer than its pace it asks the
+	// program to wake it at the next record: a burst after a quiet spell
+	// then reaches the tracker at once, not up to 2 s later (the AF_PACKET
+	// ring hands over such a trickle within blockTimeout).
+	var pace readerPace
 	wait := ebpfPoll
 	for ctx.Err() == nil {
-		if e.ring.Each(recordHeader, read) > 0 {
-			wait = ebpfPoll
+		if n := e.ring.Each(recordHeader, read); n > 0 {
+			wait = pace.read(n)
 			continue
 		}
-		if wait > ebpfPoll {
-			e.armWake()
-			if e.ring.Each(recordHeader, read) > 0 { // came before the flag was set
-				wait = ebpfPoll
+		if wait > pace.every {
+			e.setWake(1)
+			if n := e.ring.Each(recordHeader, read); n > 0 { // came before the flag was set
+				wait = pace.read(n)
 				continue
 			}
+		} else {
+			e.setWake(pace.wakeBytes())
 		}
+		pace.waited(time.Now(), t.stats.Flows)
 		e.ring.Wait(wait)
 		wait = min(2*wait, idleWait)
 	}
@@ -152,9 +172,75 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	return st, nil
 }
 
+// readerPace is the reader's timer while records come: ebpfPoll, or
+// lightPoll while they come slower than lightRate a second and no
+// connection opened, judged over each wait and the reads after it. New
+// connections keep ebpfPoll: their threads are read while they live only
+// if the wire hands them over soon (a connection-per-request client's
+// close within milliseconds).
+type readerPace struct {
+	every time.Duration // the timer now (zero: ebpfPoll)
+	since time.Time     // when the wait being judged began
+	got   int           // records read since then
+	flows int64         // the tracker's connections then
+}
+
+// read counts n records read and returns the wait to use next.
+func (p *readerPace) read(n int) time.Duration {
+	p.got += n
+	if p.every == 0 {
+		p.every = ebpfPoll
+	}
+	return p.every
+}
+
+// waited judges the records read since the last wait began, now that
+// another begins: the pace for the next ones.
+func (p *readerPace) waited(now time.Time, flows int64) {
+	if !p.since.IsZero() && p.got > 0 {
+		p.every = paceFor(p.got, now.Sub(p.since))
+		if flows != p.flows {
+			p.every = ebpfPoll
+		}
+	}
+	p.since, p.got, p.flows = now, 0, flows
+}
+
+// wakeBytes is the wake threshold the program keeps during a wait at this
+// pace: lightWakeBytes at lightPoll, else none (0: its own).
+func (p *readerPace) wakeBytes() uint32 {
+	if p.every == lightPoll {
+		return lightWakeBytes
+	}
+	return 0
+}
+
+// paceFor is the timer for records read at got over elapsed.
+func paceFor(got int, elapsed time.Duration) time.Duration {
+	if elapsed > 0 && float64(got) < lightRate*elapsed.Seconds() {
+		return lightPoll
+	}
+	return ebpfPoll
+}
+
 // armWake sets the program's wake-up flag (it clears it with the record
 // that wakes the reader). A failure leaves the reader at its timer.
 func (e *EBPF) armWake() { _ = e.wake.Put(uint32(0), uint32(1)) }
+
+// setWake writes the wake flag (submitWaking) unless it holds v already:
+// a flag of 1 is written each time, since the program clears it when it
+// wakes the reader.
+func (e *EBPF) setWake(v uint32) {
+	if v == e.wakeSet && v != 1 {
+		return
+	}
+	if v == 1 {
+		e.armWake()
+	} else {
+		_ = e.wake.Put(uint32(0), v)
+	}
+	e.wakeSet = v
+}
 
 // setFull puts a connection in the program's full map, or takes it out.
 func (e *EBPF) setFull(key flowKey, clientIsA, on bool) {
