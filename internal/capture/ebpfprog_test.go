@@ -276,7 +276,7 @@ func TestHeaderProgramWakesAfterASleep(t *testing.T) {
 		return v
 	}
 	run := func(s seg) { runProgram(t, e, frame(linkEthernet, s)) }
-	e.armWake()
+	e.setWake(1)
 	run(other.fromClient([]byte("SELECT 1")))
 	if flag() != 1 {
 		t.Fatal("a packet of another port cleared the flag")

@@ -343,7 +343,7 @@ func FuzzHeaderRecords(f *testing.F) {
 // ebpfPoll, with the program's own, as soon as they come faster or a
 // connection opens.
 func TestReaderPace(t *testing.T) {
-	var p readerPace
+	p := readerPace{every: ebpfPoll}
 	t0 := time.Now()
 	if got := p.read(10); got != ebpfPoll {
 		t.Fatalf("first records: wait %v, want %v", got, ebpfPoll)

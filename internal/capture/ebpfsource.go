@@ -141,7 +141,7 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 	// program to wake it at the next record: a burst after a quiet spell
 	// then reaches the tracker at once, not up to 2 s later (the AF_PACKET
 	// ring hands over such a trickle within blockTimeout).
-	var pace readerPace
+	pace := readerPace{every: ebpfPoll}
 	wait := ebpfPoll
 	for ctx.Err() == nil {
 		if n := e.ring.Each(recordHeader, read); n > 0 {
@@ -179,7 +179,7 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 // if the wire hands them over soon (a connection-per-request client's
 // close within milliseconds).
 type readerPace struct {
-	every time.Duration // the timer now (zero: ebpfPoll)
+	every time.Duration // the timer now
 	since time.Time     // when the wait being judged began
 	got   int           // records read since then
 	flows int64         // the tracker's connections then
@@ -188,9 +188,6 @@ type readerPace struct {
 // read counts n records read and returns the wait to use next.
 func (p *readerPace) read(n int) time.Duration {
 	p.got += n
-	if p.every == 0 {
-		p.every = ebpfPoll
-	}
 	return p.every
 }
 
@@ -223,22 +220,14 @@ func paceFor(got int, elapsed time.Duration) time.Duration {
 	return ebpfPoll
 }
 
-// armWake sets the program's wake-up flag (it clears it with the record
-// that wakes the reader). A failure leaves the reader at its timer.
-func (e *EBPF) armWake() { _ = e.wake.Put(uint32(0), uint32(1)) }
-
 // setWake writes the wake flag (submitWaking) unless it holds v already:
 // a flag of 1 is written each time, since the program clears it when it
-// wakes the reader.
+// wakes the reader. A failure leaves the reader at its timer.
 func (e *EBPF) setWake(v uint32) {
 	if v == e.wakeSet && v != 1 {
 		return
 	}
-	if v == 1 {
-		e.armWake()
-	} else {
-		_ = e.wake.Put(uint32(0), v)
-	}
+	_ = e.wake.Put(uint32(0), v)
 	e.wakeSet = v
 }
 

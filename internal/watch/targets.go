@@ -328,10 +328,10 @@ func (p *poller) scanRunning(ctx context.Context) {
 // capture runs, sees every client the server counts (no shortfall, no
 // unseen connections), no client connected within acceptGrace (a server on
 // this host: acceptWatch) and no command of theirs is in flight, so
-// nothing runs that a scan could find. The wire knows a command when the capture
-// reads it, up to its pace (tens of milliseconds) after it was sent: a
-// statement is then seen running if it lasts the outlier floor, a scan
-// interval and that lag. The busy pace is never skipped: its statements
+// nothing runs that a scan could find. The wire knows a command when the
+// capture reads it, up to its pace (25 ms; 100 ms at a light load) after
+// it was sent: a statement is then seen running if it lasts the outlier
+// floor, a scan interval and that lag. The busy pace is never skipped: its statements
 // are a few milliseconds long, shorter than the lag.
 func (p *poller) wireQuiet(now time.Time) bool {
 	return p.wireInFlight != nil && p.wireDown != nil && !p.wireDown.Load() && p.wireInFlight.Load() == 0 &&
