@@ -61,7 +61,15 @@ type Prometheus struct {
 	// tops counts the digests of digests that have their own series: a
 	// new digest asks it, and an application naming an alias per call
 	// makes every statement a new digest.
-	tops  int
+	tops int
+	// bar is the least client time among the digests that had series at
+	// the last ranking. A digest passing twice the bar takes its series at
+	// once rather than at the next snapshot, so that a heavy digest first
+	// seen after the slots filled (with one-off digests, say) is on
+	// /metrics from that statement on, not counted in "other" until it
+	// recurs after a snapshot. Twice, so that digests of like weight
+	// around the K-th do not take and lose series statement by statement.
+	bar   int64
 	other *digestState
 	// raised are the finding codes present in the last snapshot: a code
 	// counts in gapscope_findings_total when it appears, not on every
@@ -153,28 +161,61 @@ func (p *Prometheus) Statement(s *event.Statement) {
 	defer p.mu.Unlock()
 	d := p.digests[name]
 	if d == nil {
-		d = p.track(name)
+		d = p.track(name, s.ClientUS)
+	} else {
+		d.clientUS += s.ClientUS
 	}
-	d.clientUS += s.ClientUS
+	if !d.top && d.clientUS > 2*p.bar {
+		p.promote(d)
+	}
 	if !d.top {
 		d = p.other
 	}
 	p.observe(d, s)
 }
 
-// track starts ranking a digest; it gets its own series at once while
-// fewer than top digests have them.
-func (p *Prometheus) track(name string) *digestState {
+// track starts ranking a digest of clientUS so far; it gets its own
+// series at once while fewer than top digests have them.
+func (p *Prometheus) track(name string, clientUS int64) *digestState {
 	if len(p.digests) >= p.maxTracked() {
 		p.forgetSmallest()
 	}
 	d := p.newDigest(name)
+	d.clientUS = clientUS
+	p.digests[name] = d
 	if p.tops < p.top {
 		d.top = true
 		p.tops++
+		if p.tops == p.top {
+			p.bar = p.leastKept()
+		}
 	}
-	p.digests[name] = d
 	return d
+}
+
+// slack is how many digests may take series between two rankings beyond
+// the top K, by passing the bar; one more ranks at once.
+func (p *Prometheus) slack() int { return max(p.top/4, 1) }
+
+// promote gives d its series now; past the slack the digests are ranked
+// again, which takes the series of the smallest away.
+func (p *Prometheus) promote(d *digestState) {
+	d.top = true
+	p.tops++
+	if p.tops > p.top+p.slack() {
+		p.rerank()
+	}
+}
+
+// leastKept is the least client time among the digests with series.
+func (p *Prometheus) leastKept() int64 {
+	least := int64(-1)
+	for _, d := range p.digests {
+		if d.top && (least < 0 || d.clientUS < least) {
+			least = d.clientUS
+		}
+	}
+	return max(least, 0)
 }
 
 // maxTracked bounds the digests ranked (with or without series): an
@@ -277,6 +318,10 @@ func (p *Prometheus) rerank() {
 		case !keep && d.top:
 			p.evict(d)
 		}
+	}
+	p.bar = 0
+	if len(all) >= p.top {
+		p.bar = all[p.top-1].clientUS
 	}
 }
 

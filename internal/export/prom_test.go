@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -93,8 +94,8 @@ func TestPrometheusCountsAndPhases(t *testing.T) {
 }
 
 // Past K digests, the smaller ones count as "other"; a digest that grows
-// into the top K takes its own series at the next snapshot and the one it
-// displaces loses its series.
+// past twice the least kept takes its own series at once, and the one it
+// displaces loses its series at the next snapshot.
 func TestPrometheusTopK(t *testing.T) {
 	p := NewPrometheus(2)
 	p.Statement(stmt("aaaa", 1000, true))
@@ -104,8 +105,15 @@ func TestPrometheusTopK(t *testing.T) {
 	if got["aaaa"] != 1 || got["bbbb"] != 1 || got[OtherDigest] != 1 || got["cccc"] != 0 {
 		t.Fatalf("before re-ranking: %v", got)
 	}
-	for range 10 {
-		p.Statement(stmt("cccc", 100, true)) // now 1100 µs: above bbbb
+	for range 9 {
+		p.Statement(stmt("cccc", 100, true)) // 1000 µs: not past twice bbbb's 500
+	}
+	if d := seriesDigests(p); len(d) != 2 || d[0] != "aaaa" || d[1] != "bbbb" {
+		t.Fatalf("series digests at twice the bar: %v", d)
+	}
+	p.Statement(stmt("cccc", 100, true)) // 1100 µs: its series now
+	if d := seriesDigests(p); len(d) != 3 || d[2] != "cccc" {
+		t.Fatalf("series digests past twice the bar: %v", d)
 	}
 	p.Snapshot(&watch.Snapshot{})
 	if d := seriesDigests(p); len(d) != 2 || d[0] != "aaaa" || d[1] != "cccc" {
@@ -115,7 +123,7 @@ func TestPrometheusTopK(t *testing.T) {
 	p.Statement(stmt("bbbb", 100, true))
 	mfs := gather(t, p)
 	got = byDigest(mfs["gapscope_statement_duration_seconds"])
-	if _, ok := got["bbbb"]; ok || got["cccc"] != 1 || got[OtherDigest] != 12 {
+	if _, ok := got["bbbb"]; ok || got["cccc"] != 2 || got[OtherDigest] != 11 {
 		t.Errorf("after re-ranking: %v (want bbbb's series deleted, cccc's new)", got)
 	}
 	for _, name := range []string{"gapscope_statement_phase_seconds_total", "gapscope_statements_joined_total", "gapscope_digest_info"} {
@@ -151,6 +159,39 @@ func TestPrometheusTopKUnderDistinctDigests(t *testing.T) {
 	}
 	if len(p.digests) > p.maxTracked() {
 		t.Errorf("%d digests ranked, bound %d", len(p.digests), p.maxTracked())
+	}
+}
+
+// A heavy digest first seen after one-off digests took every slot is on
+// /metrics from its first statement, with no snapshot between (a live
+// watch's snapshot can come after all of its statements); heavy digests
+// arriving together hold at most K plus the slack series, the lightest
+// losing theirs when the slack is passed.
+func TestPrometheusHeavyDigestTakesSeriesAtOnce(t *testing.T) {
+	p := NewPrometheus(8)
+	for i := range 500 {
+		p.Statement(stmt(fmt.Sprintf("oneoff%04d", i), int64(100+i%50), true))
+	}
+	for range 3 {
+		p.Statement(stmt("heavy", 50_000, true))
+	}
+	got := byDigest(gather(t, p)["gapscope_statement_duration_seconds"])
+	if got["heavy"] != 3 {
+		t.Fatalf("heavy digest's statements on its own series: %v, want 3 (%v)", got["heavy"], got)
+	}
+	for i := range 20 {
+		p.Statement(stmt(fmt.Sprintf("heavy%02d", i), int64(10_000*(i+1)), true))
+		if n := len(seriesDigests(p)); n > 8+p.slack() {
+			t.Fatalf("after %d heavy digests: %d with series, bound %d", i+1, n, 8+p.slack())
+		}
+	}
+	d := seriesDigests(p)
+	if !slices.Contains(d, "heavy") || slices.ContainsFunc(d, func(n string) bool { return strings.HasPrefix(n, "oneoff") }) {
+		t.Errorf("series digests after the heavy ones: %v, want heavy and no one-off", d)
+	}
+	p.Snapshot(&watch.Snapshot{})
+	if d := seriesDigests(p); len(d) != 8 || !slices.Contains(d, "heavy19") || !slices.Contains(d, "heavy") {
+		t.Errorf("series digests after a snapshot: %v, want the 8 heaviest", d)
 	}
 }
 
