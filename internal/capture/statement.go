@@ -89,25 +89,13 @@ func (f *flow) newStatement(info *mysqlproto.ConnInfo) *event.Statement {
 	return s
 }
 
-// newEvent returns a zeroed statement from the tracker's current slab.
-// Statements are allocated slabEvents at a time: one allocation of a
-// header-typed block instead of one per statement, whose heap bits the
-// allocator wrote word by word (malloc and the collector's sweep of the
-// 448-byte objects were about a tenth of the tracker's CPU). A slab lives
-// while any of its statements does; the statements of one slab are
-// consecutive, so they leave watch's window and the joiner together.
-func (t *Tracker) newEvent() *event.Statement {
-	if len(t.slab) == 0 {
-		t.slab = make([]event.Statement, slabEvents)
-	}
-	s := &t.slab[0]
-	t.slab = t.slab[1:]
-	return s
-}
-
-// slabEvents is how many statements one slab holds: 15 of 440 bytes fill
-// a 6,784-byte size class within 184 bytes.
-const slabEvents = 15
+// newEvent returns a zeroed statement. Statements come from blocks
+// (event.Slabs): one allocation of a header-typed block instead of one per
+// statement, whose heap bits the allocator wrote word by word (malloc and
+// the collector's sweep of the 448-byte objects were about a tenth of the
+// tracker's CPU), and a block comes back for reuse when the statements'
+// consumer (watch) releases all of them.
+func (t *Tracker) newEvent() *event.Statement { return t.slabs.New() }
 
 func setTimes(s *event.Statement, reqFirst, reqLast, respFirst, respLast int64) {
 	s.TReqFirst, s.TReqLast, s.TRespFirst, s.TRespLast = reqFirst, reqLast, respFirst, respLast

@@ -64,8 +64,8 @@ type Tracker struct {
 	pkt    packet
 	nowUS  int64
 	sweep  int64
-	sqlBuf []byte            // scratch for parameter interpolation
-	slab   []event.Statement // the statements not handed out yet (newEvent)
+	sqlBuf []byte       // scratch for parameter interpolation
+	slabs  *event.Slabs // where statements come from (newEvent)
 	paths  pathBook
 	// heads: packets come from a header-only capture, whose answers may be
 	// cut (headmode.go); full, when set, puts a connection in the
@@ -90,6 +90,7 @@ func NewTracker(opts Options, emit func(*event.Statement)) *Tracker {
 		newDec: newMySQLDecoder,
 		norm:   sqltext.NewNormalizer(10_000),
 		flows:  make(map[flowKey]*flow),
+		slabs:  event.NewSlabs(),
 	}
 }
 

@@ -600,13 +600,13 @@ func TestTrackerFlowCacheSharedSlot(t *testing.T) {
 }
 
 // TestTrackerStatementsFromSlabsStayApart: statements come from slabs of
-// slabEvents; each one handed out is its own, never written again by the
+// event.Slabs; each one handed out is its own, never written again by the
 // tracker once emitted, across several slabs.
 func TestTrackerStatementsFromSlabsStayApart(t *testing.T) {
 	h := newHarness(Options{KeepLiterals: true})
 	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
 	h.feed(c.handshake(-1, -1)...)
-	n := 3*slabEvents + 2
+	n := 3*15 + 2 // across several of event.Slabs' blocks of 15
 	for i := range n {
 		h.feed(c.fromClient([]byte(fmt.Sprintf("SELECT %d", i))), c.fromServer([]byte("ok\n")))
 	}

@@ -104,6 +104,10 @@ type Statement struct {
 	// Bytes_received line, say. The JSON form writes such a counter even
 	// when it is 0, and reading JSON sets the mark for a key it finds.
 	Known Counters `json:"-"`
+
+	// slab is the block of Slabs this statement was handed out from (nil
+	// for any other statement): Release gives it back.
+	slab *slab
 }
 
 // The header-only capture's notes on rows (watch --capture ebpf): an

@@ -21,25 +21,30 @@ var mayBeUnknown = map[string]Counters{"ServerUS": KnowsServerUS, "ReqBytes": Kn
 func reference(t testing.TB, s *Statement) string {
 	st := reflect.TypeFor[Statement]()
 	var fields []reflect.StructField
+	var from []int // the Statement field of each mirror field: the exported ones, as encoding/json sees them
 	for i := range st.NumField() {
 		f := st.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		if _, ok := mayBeUnknown[f.Name]; ok {
 			f.Type = reflect.TypeFor[*int64]()
 		}
 		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag, Anonymous: f.Anonymous})
+		from = append(from, i)
 	}
 	mirror := reflect.New(reflect.StructOf(fields)).Elem()
 	v := reflect.ValueOf(s).Elem()
-	for i := range st.NumField() {
+	for m, i := range from {
 		name := st.Field(i).Name
 		if c, ok := mayBeUnknown[name]; ok {
 			if s.Knows(c) {
 				n := v.Field(i).Int()
-				mirror.Field(i).Set(reflect.ValueOf(&n))
+				mirror.Field(m).Set(reflect.ValueOf(&n))
 			}
 			continue
 		}
-		mirror.Field(i).Set(v.Field(i))
+		mirror.Field(m).Set(v.Field(i))
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -160,7 +165,9 @@ func fill(v reflect.Value, r *rng) {
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
-			fill(v.Field(i), r)
+			if v.Type().Field(i).IsExported() { // what JSON sees
+				fill(v.Field(i), r)
+			}
 		}
 	default:
 		panic(fmt.Sprintf("fill: unsupported kind %s; extend the test", v.Kind()))

@@ -44,15 +44,19 @@ func newOutputStage(sinks []Sink) *outputStage {
 	return o
 }
 
-// put queues s for the sinks, never waiting for them.
+// put queues s for the sinks, never waiting for them. It ends s's life
+// (event.Statement.Release): at once when no sink takes it, else once the
+// sinks had it.
 func (o *outputStage) put(s *event.Statement) {
 	if o == nil {
+		s.Release()
 		return
 	}
 	o.mu.Lock()
 	if len(o.queue) >= outputQueue || o.closed {
 		o.mu.Unlock()
 		o.dropped.Add(1)
+		s.Release()
 		return
 	}
 	o.queue = append(o.queue, s)
@@ -85,8 +89,9 @@ func (o *outputStage) run() {
 				for _, k := range o.sinks {
 					k.Statement(s)
 				}
+				s.Release() // a sink keeps what it needs as a copy (Sink)
 			}
-			clear(batch) // the statements are the sinks' now: drop the references
+			clear(batch)
 			spare = batch
 			if len(batch) == 0 {
 				if closed {

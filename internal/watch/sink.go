@@ -79,7 +79,7 @@ func (k *sink) add(s *event.Statement) {
 		s.Why = UnjoinedReason(s) // one reason, the same in the event and the counts
 	}
 	k.account(s)
-	k.out.put(s)
+	k.out.put(s) // the statement's last owner: the output stage, or no one
 }
 
 // account adds s to watch's own tallies.

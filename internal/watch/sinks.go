@@ -7,10 +7,13 @@ import (
 )
 
 // Sink receives what watch sees while it runs, for exporters (Prometheus,
-// OpenTelemetry) and the live web view. Statement runs on the joiner's
-// goroutine, once per statement after the join, and must be quick: a
-// slow sink holds the join. Snapshot runs on watch's main loop every
-// LiveEvery, and once more at the end with the run's final counts.
+// OpenTelemetry), the live web view, the events file and the store.
+// Statement runs on the output stage's goroutine, once per statement after
+// the join, and should be quick: statements that find the stage's queue
+// full reach no sink. s is the sink's during the call only: its memory
+// goes to a later statement once every sink had it, so a sink keeps a copy
+// of what it needs. Snapshot runs on watch's main loop every LiveEvery,
+// and once more at the end with the run's final counts.
 type Sink interface {
 	Statement(s *event.Statement)
 	Snapshot(s *Snapshot)

@@ -62,6 +62,7 @@ func newWireStage(own *ownAddrs, queueLen int, toPoller bool) *wireStage {
 func (w *wireStage) take(s *event.Statement) {
 	if w.own.isOwn(s.Conn) {
 		w.ownHits.Add(1)
+		s.Release()
 		return
 	}
 	w.taken.Add(1)
@@ -81,6 +82,7 @@ func (w *wireStage) take(s *event.Statement) {
 		}
 	default:
 		w.queueDrops.Add(1)
+		s.Release()
 	}
 }
 
