@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,6 +62,37 @@ func TestSinksGetStatements(t *testing.T) {
 		t.Errorf("unjoined by reason %v", u)
 	}
 	newSink(10, nil, false).add(&event.Statement{}) // no sinks: no stage
+}
+
+// A statement's life ends in the sink: without sinks at once, with sinks
+// once each had it, so that the capture's block of statements is handed
+// out again; every sink saw each statement whole before that.
+func TestSinkReleasesStatements(t *testing.T) {
+	for _, withSinks := range []bool{false, true} {
+		slabs := event.NewSlabs()
+		var out *outputStage
+		var seen []string
+		if withSinks {
+			out = newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, s.SQL) })})
+		}
+		k := newSink(100, out, false)
+		var first *event.Statement
+		for i := range 15 { // one block
+			s := slabs.New()
+			if i == 0 {
+				first = s
+			}
+			s.SQL, s.TRespLast, s.ClientUS = fmt.Sprintf("SELECT %d", i), int64(i+1), 10
+			k.add(s)
+		}
+		out.close()
+		if again := slabs.New(); again != first || again.SQL != "" {
+			t.Errorf("sinks %v: the block was not handed out again, cleared (%p %q, first %p)", withSinks, again, again.SQL, first)
+		}
+		if withSinks && (len(seen) != 15 || seen[14] != "SELECT 14") {
+			t.Errorf("the sink saw %v", seen)
+		}
+	}
 }
 
 // A sink that blocks holds up no one who finishes statements: add returns
