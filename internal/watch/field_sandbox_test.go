@@ -79,9 +79,9 @@ func TestHugeRequestJoined(t *testing.T) {
 	inst, db, ctx := fieldServer(t, "CREATE DATABASE f", "CREATE TABLE f.big (id INT PRIMARY KEY, v LONGTEXT) ENGINE=InnoDB")
 	payload := strings.Repeat("x", 20<<20)
 	got, res := collectStatements(t, ctx, inst, func() error {
-		// A connection of its own, opened while watch runs, which goes on
-		// after the INSERT: the next statement's row must not take the
-		// INSERT's place.
+		// The pool's connection (the setup's, opened before watch: the
+		// capture meets it mid-stream), which goes on after the INSERT:
+		// the next statement's row must not take the INSERT's place.
 		conn, err := db.Conn(ctx)
 		if err != nil {
 			return err
