@@ -72,7 +72,7 @@ func (a *answerFramer) walk(b []byte) {
 		}
 		if a.hdrN == 0 {
 			a.hdrAt = i
-			if i+4 <= len(b) { // a whole header here: read in place (a copy call per row was a tenth of the walk)
+			if i+4 <= len(b) { // a whole header here: read in place, not a copy call per row
 				a.need, a.typed = int(b[i])|int(b[i+1])<<8|int(b[i+2])<<16, false
 				i += 4
 				continue

@@ -6,13 +6,15 @@ import "sync/atomic"
 // back for reuse once every statement of it was released: a live capture
 // makes one statement per statement on the wire, and allocating them
 // fresh (the allocation, and the collector's marking and sweeping it
-// brings on) was a tenth of watch's CPU at saturation.
+// brings on) was a visible share of watch's CPU at saturation
+// (docs/performance.md).
 //
 // A statement never released is simply collected with its block, so
 // Release is an optimisation on a path that knows the statement's end.
-// Releasing one that is still read, or releasing it twice, hands its
-// memory to a new statement: only the path that ends a statement's life
-// releases it (in watch, after its accounting and its sinks).
+// Releasing one that is still read, or a copy of one, hands its memory to
+// a new statement: only the path that ends a statement's life releases it
+// (in watch, after its accounting and its sinks). Releasing the same
+// statement twice does nothing.
 //
 // New is called from one goroutine; Release from any.
 type Slabs struct {
@@ -28,8 +30,7 @@ const slabLen = 15
 // freeSlabs bounds the blocks kept for reuse (~7 MiB when full). A consumer
 // releases in bursts (watch's main loop takes a quarter of a second of
 // statements at a time: ~500 blocks at 30k statements a second), and a
-// block that finds no room is collected: with room for 64, 1 block in 4
-// came back under sysbench.
+// block that finds no room is collected, so the list holds a burst.
 const freeSlabs = 1024
 
 type slab struct {
@@ -74,6 +75,7 @@ func (s *Statement) Release() {
 	if b == nil {
 		return
 	}
+	s.slab = nil // a second Release of s does nothing
 	if b.live.Add(-1) != 0 {
 		return
 	}

@@ -26,6 +26,10 @@ func TestSlabsReuseOnlyWholeReleasedBlocks(t *testing.T) {
 	if first[slabLen-1].SQL != "SELECT 1" {
 		t.Fatal("the live statement was cleared")
 	}
+	first[0].Release() // released already: nothing happens
+	if first[slabLen-1].SQL != "SELECT 1" {
+		t.Fatal("a second release of one statement counted as another's")
+	}
 	first[slabLen-1].Release()
 	for range slabLen - 1 { // the rest of the second block
 		p.New()
