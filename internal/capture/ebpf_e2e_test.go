@@ -29,7 +29,7 @@ func ebpfUnavailable(err error) bool {
 
 // openTestEBPF opens the eBPF capture on lo, skipping only where the kernel
 // or the capabilities do not allow it.
-func openTestEBPF(t *testing.T, opts LiveOptions) *EBPF {
+func openTestEBPF(t testing.TB, opts LiveOptions) *EBPF {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the eBPF capture needs CAP_BPF and CAP_NET_ADMIN (root)")

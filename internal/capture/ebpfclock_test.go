@@ -2,7 +2,11 @@
 
 package capture
 
-import "testing"
+import (
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 // The program's monotonic stamps become wall time through an offset read
 // between two monotonic readings: a reading the thread was descheduled in
@@ -41,5 +45,28 @@ func TestClockOffsetIgnoresAPreemptedReading(t *testing.T) {
 	}
 	if len(readings) != 0 {
 		t.Errorf("%d readings left unused", len(readings))
+	}
+}
+
+// The readings come from the vDSO (no system call): they must be the
+// clocks the program and the kernel use, CLOCK_MONOTONIC for
+// bpf_ktime_get_ns and CLOCK_REALTIME for the wall, or every packet's
+// stamp would be off by the difference.
+func TestClockReadingsAreTheKernelClocks(t *testing.T) {
+	for range 5 {
+		var before, real, after unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &before)
+		_ = unix.ClockGettime(unix.CLOCK_REALTIME, &real)
+		m1, r, m2 := clockReadings()
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &after)
+		if m1 < before.Nano() || m2 > after.Nano() || m2 < m1 {
+			t.Fatalf("monotonic readings %d, %d outside the system calls' %d..%d", m1, m2, before.Nano(), after.Nano())
+		}
+		// Both wall readings lie within [before, after]: their offsets
+		// from the monotonic clock differ by at most that window.
+		window := after.Nano() - before.Nano()
+		if d := (r - m1) - (real.Nano() - before.Nano()); d < -window-1000 || d > window+1000 {
+			t.Fatalf("wall − monotonic differs by %d ns between the vDSO and the system call (window %d ns)", d, window)
+		}
 	}
 }

@@ -219,48 +219,6 @@ func TestHeaderProgramHeaderLayouts(t *testing.T) {
 	}
 }
 
-// BenchmarkHeaderProgram times the kernel program per packet in the kernel
-// (BPF_PROG_TEST_RUN repeated): a packet of another port, which only the
-// header match reads, and a request of the port, which is copied into the
-// ring buffer (emptied as the benchmark goes) with its headers.
-func BenchmarkHeaderProgram(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("the eBPF capture needs CAP_BPF and CAP_NET_ADMIN (root)")
-	}
-	e, err := OpenEBPF("lo", LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 64})
-	if ebpfUnavailable(err) {
-		b.Skipf("no eBPF capture here: %v", err)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
-	other := newConv("10.0.0.1:40000", "10.0.0.2:5432")
-	for _, bc := range []struct {
-		name string
-		s    seg
-	}{{"other-port", other.fromClient([]byte("SELECT 1"))}, {"request", c.fromClient(bytes.Repeat([]byte("x"), 200))}} {
-		data := frame(linkEthernet, bc.s)
-		b.Run(bc.name, func(b *testing.B) {
-			const batch = 2_000 // a batch fits the ring and stays under its 1 MiB wake-up: none dropped, no wake-up
-			var total time.Duration
-			for n := b.N; n > 0; n -= batch {
-				_, d, err := e.ring.prog.Benchmark(data, min(n, batch), nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += d * time.Duration(min(n, batch))
-				e.ring.Each(recordHeader, func([]byte) {})
-			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "kernel-ns/packet")
-		})
-	}
-	if d := e.ring.Dropped(); d != 0 {
-		b.Errorf("%d records dropped", d)
-	}
-}
-
 // The reader's wake-up flag: a packet of another port leaves it set, the
 // next record of the port clears it (waking the reader), and a record
 // with the flag clear leaves it so.
