@@ -6,6 +6,8 @@ need=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+# scripts/bpf-prog-cost.sh reads the kernel's per-program counters
+command -v bpftool >/dev/null 2>&1 || [ -x /usr/sbin/bpftool ] || need+=(bpftool)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v pt-query-digest >/dev/null 2>&1 || need+=(percona-toolkit)

@@ -206,8 +206,12 @@ func headerProgram(l2 int32, ports []uint16, head, tail int32, ringFD, dropsFD, 
 // larger flag is a smaller wake threshold in bytes, kept: the reader sets
 // it while it sleeps longer between looks at a light load, so that a burst
 // still reaches it within a few milliseconds. Under load (the flag clear)
-// records wait for its pace as before. Stack: -144 the map's key, -152 the
-// threshold across the query.
+// records wait for its pace as before. Past a threshold only the first
+// record wakes the reader: it sets the map's second entry, a latch the
+// reader clears before it waits again. Every wake asked for costs the
+// sending process microseconds (BenchmarkHeaderProgram), and a reader
+// that fell behind would otherwise be asked for one by every record until
+// it runs. Stack: -144 the map's key, -152 the threshold across the query.
 func submitWaking(label string, ringFD, wakeFD int, wake int32) ebpfasm.Instructions {
 	const spWakeKey, spWakeAt = -144, -152
 	r0, r1, r2, r3, fp := ebpfasm.R0, ebpfasm.R1, ebpfasm.R2, ebpfasm.R3, ebpfasm.RFP
@@ -231,13 +235,25 @@ func submitWaking(label string, ringFD, wakeFD int, wake int32) ebpfasm.Instruct
 		ebpfasm.LoadMem(r3, fp, spWakeAt, ebpfasm.DWord),
 		ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
 		ebpfasm.JLT.Reg(r0, r3, label+"-notify"),
-		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
-		ebpfasm.Ja.Label(label + "-notify"),
+		ebpfasm.Ja.Label(label + "-latch"),
 		ebpfasm.LoadMapPtr(r1, ringFD).WithSymbol(label + "-query"),
 		ebpfasm.Mov.Imm(r2, 0), // BPF_RB_AVAIL_DATA
 		ebpfasm.FnRingbufQuery.Call(),
 		ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
 		ebpfasm.JLT.Imm(r0, wake, label+"-notify"),
+		// Past the threshold: wake the reader unless a record did since
+		// it last read (the latch, the map's second entry).
+		ebpfasm.StoreImm(fp, spWakeKey, 1, ebpfasm.Word).WithSymbol(label + "-latch"),
+		ebpfasm.LoadMapPtr(r1, wakeFD),
+		ebpfasm.Mov.Reg(r2, fp),
+		ebpfasm.Add.Imm(r2, spWakeKey),
+		ebpfasm.FnMapLookupElem.Call(),
+		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
+		ebpfasm.JEq.Imm(r0, 0, label+"-notify"),
+		ebpfasm.LoadMem(r3, r0, 0, ebpfasm.Word),
+		ebpfasm.Mov.Imm(r2, 1), // BPF_RB_NO_WAKEUP
+		ebpfasm.JNE.Imm(r3, 0, label+"-notify"),
+		ebpfasm.StoreImm(r0, 0, 1, ebpfasm.Word),
 		ebpfasm.Mov.Imm(r2, 2), // BPF_RB_FORCE_WAKEUP
 		ebpfasm.Mov.Reg(r1, ebpfasm.R9).WithSymbol(label + "-notify"),
 		ebpfasm.FnRingbufSubmit.Call(),

@@ -280,7 +280,8 @@ func records(t *testing.T, e *EBPF) []packet {
 
 // TestHeaderProgramWakeThreshold: a flag above 1 is a wake threshold the
 // program keeps: records below it leave a sleeping reader asleep, the
-// record that brings the waiting bytes to it wakes the reader.
+// record that brings the waiting bytes to it wakes the reader, and the
+// records after it do not until the reader rearms.
 func TestHeaderProgramWakeThreshold(t *testing.T) {
 	e := openTestEBPF(t, LiveOptions{Options: Options{Ports: []uint16{3306}}, RingMB: 4})
 	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
@@ -321,5 +322,17 @@ func TestHeaderProgramWakeThreshold(t *testing.T) {
 	}
 	if flag() != threshold {
 		t.Errorf("flag %d after the wake, want the threshold kept", flag())
+	}
+	// One wake per crossing: until the reader has run again (rearmWake,
+	// before its next wait) more records past the threshold leave it
+	// asleep; after it, the next record wakes it again.
+	e.ring.Each(recordHeader, func([]byte) {})
+	if got := waitWhile(500*time.Millisecond, big, big, big, big, big); got < 500*time.Millisecond {
+		t.Errorf("records past the threshold again woke the reader after %v, before it rearmed", got)
+	}
+	e.ring.Each(recordHeader, func([]byte) {})
+	e.rearmWake()
+	if got := waitWhile(10*time.Second, big, big, big, big, big); got >= 10*time.Second {
+		t.Error("a record past the threshold after the reader rearmed did not wake it")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	ebpfasm "github.com/cilium/ebpf/asm"
 	"github.com/gapscope/gapscope/internal/event"
+	"golang.org/x/sys/unix"
 )
 
 // The header-only live capture: a program at the interface's tc hook
@@ -59,7 +60,12 @@ type EBPF struct {
 	// wake holds the flag the reader sets before a long sleep: the
 	// program's next record wakes it (1), or a smaller wake threshold in
 	// bytes (submitWaking); wakeSet is what the reader last wrote there.
+	// Its second entry is the program's latch: set when a record past the
+	// threshold woke the reader, cleared by the reader (through wakeMem,
+	// no system call) before it waits again, so that one wake is asked
+	// for each time the reader falls behind, not one per record.
 	wake    *ebpf.Map
+	wakeMem *ebpf.Memory
 	wakeSet uint32
 	iface   string
 	closed  sync.Once
@@ -90,10 +96,16 @@ func openEBPF(iface string, opts LiveOptions, forceClsact bool) (*EBPF, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the full-payload map (needs CAP_BPF): %w", err)
 	}
-	wake, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	wake, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 2, Flags: unix.BPF_F_MMAPABLE})
 	if err != nil {
 		full.Close()
 		return nil, fmt.Errorf("creating the wake-up map (needs CAP_BPF): %w", err)
+	}
+	wakeMem, err := wake.Memory()
+	if err != nil {
+		full.Close()
+		wake.Close()
+		return nil, fmt.Errorf("mapping the wake-up map: %w", err)
 	}
 	ring, err := attachBPF(iface, opts.RingMB, func(l2 int32, ringFD, dropsFD int) ebpfasm.Instructions {
 		return headerProgram(l2, opts.Ports, headBytes, tailBytes, ringFD, dropsFD, full.FD(), wake.FD())
@@ -103,7 +115,7 @@ func openEBPF(iface string, opts LiveOptions, forceClsact bool) (*EBPF, error) {
 		wake.Close()
 		return nil, err
 	}
-	return &EBPF{opts: opts, ring: ring, full: full, wake: wake, iface: iface}, nil
+	return &EBPF{opts: opts, ring: ring, full: full, wake: wake, wakeMem: wakeMem, iface: iface}, nil
 }
 
 // RingBytes is the BPF ring buffer's data size (a power of two at least
@@ -158,6 +170,7 @@ func (e *EBPF) Run(ctx context.Context, emit func(*event.Statement)) (Stats, err
 			e.setWake(pace.wakeBytes())
 		}
 		pace.waited(time.Now(), t.stats.Flows)
+		e.rearmWake()
 		e.ring.Wait(wait)
 		wait = min(2*wait, idleWait)
 	}
@@ -230,6 +243,21 @@ func (e *EBPF) setWake(v uint32) {
 	_ = e.wake.Put(uint32(0), v)
 	e.wakeSet = v
 }
+
+// rearmWake clears the program's wake latch (submitWaking) if it is set:
+// the reader has read what woke it, and the next time records pile up
+// past the threshold one of them may wake it again.
+func (e *EBPF) rearmWake() {
+	var v [4]byte
+	if _, err := e.wakeMem.ReadAt(v[:], wakeLatchOffset); err != nil || v == [4]byte{} {
+		return
+	}
+	_, _ = e.wakeMem.WriteAt(make([]byte, 4), wakeLatchOffset)
+}
+
+// wakeLatchOffset is where the wake map's second entry lies in its
+// memory: an array's entries are 8-aligned.
+const wakeLatchOffset = 8
 
 // setFull puts a connection in the program's full map, or takes it out.
 func (e *EBPF) setFull(key flowKey, clientIsA, on bool) {
