@@ -606,7 +606,7 @@ func TestTrackerStatementsFromSlabsStayApart(t *testing.T) {
 	h := newHarness(Options{KeepLiterals: true})
 	c := newConv("10.0.0.1:40000", "10.0.0.2:3306")
 	h.feed(c.handshake(-1, -1)...)
-	n := 3*15 + 2 // across several of event.Slabs' blocks of 15
+	n := 3*event.SlabLen + 2 // across several of event.Slabs' blocks
 	for i := range n {
 		h.feed(c.fromClient([]byte(fmt.Sprintf("SELECT %d", i))), c.fromServer([]byte("ok\n")))
 	}

@@ -2,7 +2,7 @@ package event
 
 import "sync/atomic"
 
-// Slabs hands out statements from blocks of slabLen, and takes a block
+// Slabs hands out statements from blocks of SlabLen, and takes a block
 // back for reuse once every statement of it was released: a live capture
 // makes one statement per statement on the wire, and allocating them
 // fresh (the allocation, and the collector's marking and sweeping it
@@ -23,9 +23,9 @@ type Slabs struct {
 	free chan *slab
 }
 
-// slabLen is how many statements one block holds: 15 of ~450 bytes fill
+// SlabLen is how many statements one block holds: 15 of ~450 bytes fill
 // a 6,784-byte size class.
-const slabLen = 15
+const SlabLen = 15
 
 // freeSlabs bounds the blocks kept for reuse (~7 MiB when full). A consumer
 // releases in bursts (watch's main loop takes a quarter of a second of
@@ -34,7 +34,7 @@ const slabLen = 15
 const freeSlabs = 1024
 
 type slab struct {
-	stmts [slabLen]Statement
+	stmts [SlabLen]Statement
 	// live counts the statements not yet released; the block is reused
 	// when it reaches 0 (its statements were all handed out by then).
 	live atomic.Int32
@@ -46,7 +46,7 @@ func NewSlabs() *Slabs { return &Slabs{free: make(chan *slab, freeSlabs)} }
 
 // New returns a zeroed statement.
 func (p *Slabs) New() *Statement {
-	if p.cur == nil || p.next == slabLen {
+	if p.cur == nil || p.next == SlabLen {
 		p.cur, p.next = p.take(), 0
 	}
 	s := &p.cur.stmts[p.next]
@@ -63,7 +63,7 @@ func (p *Slabs) take() *slab {
 	default:
 		b = &slab{home: p}
 	}
-	b.live.Store(slabLen)
+	b.live.Store(SlabLen)
 	return b
 }
 

@@ -11,27 +11,27 @@ import (
 // are not all released is never reused.
 func TestSlabsReuseOnlyWholeReleasedBlocks(t *testing.T) {
 	p := NewSlabs()
-	first := make([]*Statement, slabLen)
+	first := make([]*Statement, SlabLen)
 	for i := range first {
 		first[i] = p.New()
 		first[i].SQL, first[i].Notes = "SELECT 1", []string{"a note"}
 	}
-	for _, s := range first[:slabLen-1] {
+	for _, s := range first[:SlabLen-1] {
 		s.Release()
 	}
 	second := p.New() // the first block has one statement live: a new block
 	if inBlock(second, first[0]) {
 		t.Fatal("a block with a live statement was reused")
 	}
-	if first[slabLen-1].SQL != "SELECT 1" {
+	if first[SlabLen-1].SQL != "SELECT 1" {
 		t.Fatal("the live statement was cleared")
 	}
 	first[0].Release() // released already: nothing happens
-	if first[slabLen-1].SQL != "SELECT 1" {
+	if first[SlabLen-1].SQL != "SELECT 1" {
 		t.Fatal("a second release of one statement counted as another's")
 	}
-	first[slabLen-1].Release()
-	for range slabLen - 1 { // the rest of the second block
+	first[SlabLen-1].Release()
+	for range SlabLen - 1 { // the rest of the second block
 		p.New()
 	}
 	again := p.New()
@@ -46,7 +46,7 @@ func TestSlabsReuseOnlyWholeReleasedBlocks(t *testing.T) {
 
 func inBlock(s, first *Statement) bool {
 	at, start := uintptr(unsafe.Pointer(s)), uintptr(unsafe.Pointer(first))
-	return at >= start && at < start+slabLen*unsafe.Sizeof(Statement{})
+	return at >= start && at < start+SlabLen*unsafe.Sizeof(Statement{})
 }
 
 // Statements released from other goroutines while New runs are never

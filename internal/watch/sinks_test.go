@@ -77,7 +77,7 @@ func TestSinkReleasesStatements(t *testing.T) {
 		}
 		k := newSink(100, out, false)
 		var first *event.Statement
-		for i := range 15 { // one block
+		for i := range event.SlabLen { // one block
 			s := slabs.New()
 			if i == 0 {
 				first = s
@@ -89,7 +89,7 @@ func TestSinkReleasesStatements(t *testing.T) {
 		if again := slabs.New(); again != first || again.SQL != "" {
 			t.Errorf("sinks %v: the block was not handed out again, cleared (%p %q, first %p)", withSinks, again, again.SQL, first)
 		}
-		if withSinks && (len(seen) != 15 || seen[14] != "SELECT 14") {
+		if withSinks && (len(seen) != event.SlabLen || seen[event.SlabLen-1] != fmt.Sprintf("SELECT %d", event.SlabLen-1)) {
 			t.Errorf("the sink saw %v", seen)
 		}
 	}
