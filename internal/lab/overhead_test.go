@@ -25,14 +25,27 @@ import (
 // settings restored.
 func TestOverheadLab(t *testing.T) {
 	skipShort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	// 200 s of rotations: with 180 s, and ps-default's rotations not yet
 	// left out, one run in five ended with ps-all undecided after 5 pairs
-	// (x0.929 [x0.849–x1.016]); runs take 115-180 s here.
-	res, err := Overhead(ctx, OverheadOptions{Duration: 4 * time.Second, Warmup: time.Second, TimeLimit: 200 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	// (x0.929 [x0.849–x1.016]); runs take 115-180 s here. A run can still
+	// end with a cost undecided when the host's other load spreads its
+	// pairs too wide for the time left (x0.58-x1.41 over 3 pairs, in one
+	// CI run of four): that is a measurement that did not decide, not one
+	// that found no cost, so the lab runs once more. A cost measured and
+	// found below the noise still fails.
+	var res *OverheadResult
+	for attempt := 1; ; attempt++ {
+		var err error
+		res, err = Overhead(ctx, OverheadOptions{Duration: 4 * time.Second, Warmup: time.Second, TimeLimit: 200 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attempt == 2 || !slices.ContainsFunc([]string{"ps-all", "optimizer-trace"}, func(c string) bool { return undecided(res, c) }) {
+			break
+		}
+		t.Logf("a cost undecided at the host's noise: running the lab again (%v)", res.Seen)
 	}
 	for _, s := range res.Seen {
 		t.Log(s)
@@ -77,6 +90,13 @@ func checkCostFound(t *testing.T, res *OverheadResult, config string) {
 	if row := rowOf(res.Table, config); !hasCost(res, config) {
 		t.Errorf("no INSTRUMENTATION_COST for %s: %+v", config, row)
 	}
+}
+
+// undecided: config's cost was neither found nor ruled out, the host's
+// noise too high to tell within the lab's time.
+func undecided(res *OverheadResult, config string) bool {
+	row := rowOf(res.Table, config)
+	return !hasCost(res, config) && row != nil && row.AboveNoise == overhead.VerdictUnknown
 }
 
 func hasCost(res *OverheadResult, config string) bool {
