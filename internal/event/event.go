@@ -99,11 +99,19 @@ type Statement struct {
 	// several (a multi-statement COM_QUERY), in order, when joined: exec
 	// spans from the first's start to the last's end.
 	Statements []StatementPart `json:"statements,omitempty"`
+	// TxnInfo places the statement in its connection's transactions, from
+	// the status flags of the responses.
+	TxnInfo
+	// LockWait, when not nil, is what is known of a lock the statement
+	// waited for (docs/decomposition.md): a pointer, because few
+	// statements have one.
+	*LockWait
 	// Known marks the counters the statement's source knows beyond what
 	// the source itself implies (Knows): a slow log that has a
 	// Bytes_received line, say. The JSON form writes such a counter even
 	// when it is 0, and reading JSON sets the mark for a key it finds.
 	Known Counters `json:"-"`
+
 
 	// slab is the block of Slabs this statement was handed out from (nil
 	// for any other statement): Release gives it back.

@@ -146,6 +146,7 @@ func (s *Statement) appendFields(b []byte, comma bool) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = s.appendTxn(b)
 	// Known is not part of the JSON form (json:"-"): it decides which
 	// counters above are written.
 	return append(b, '}')
@@ -176,6 +177,7 @@ type plainStatement Statement
 type statementIn struct {
 	V int `json:"v"`
 	*plainStatement
+
 	ServerUS     *int64 `json:"server_us"`
 	ReqBytes     *int64 `json:"req_bytes"`
 	LockUS       *int64 `json:"lock_us"`

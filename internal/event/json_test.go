@@ -136,6 +136,8 @@ func fill(v reflect.Value, r *rng) {
 	case reflect.Uint8:
 		if v.Type() == reflect.TypeFor[Reason]() { // one of the named ones, or none
 			v.SetUint(r.next() % uint64(reasonCount))
+		} else if v.Type() == reflect.TypeFor[TxnEnd]() {
+			v.SetUint(r.next() % uint64(len(txnEndNames)))
 		} else {
 			v.SetUint(r.next() % 256)
 		}

@@ -23,9 +23,9 @@ type Slabs struct {
 	free chan *slab
 }
 
-// SlabLen is how many statements one block holds: 15 of ~450 bytes fill
+// SlabLen is how many statements one block holds: 14 of ~480 bytes fill
 // a 6,784-byte size class.
-const SlabLen = 15
+const SlabLen = 14
 
 // freeSlabs bounds the blocks kept for reuse (~7 MiB when full). A consumer
 // releases in bursts (watch's main loop takes a quarter of a second of
