@@ -112,7 +112,6 @@ type Statement struct {
 	// when it is 0, and reading JSON sets the mark for a key it finds.
 	Known Counters `json:"-"`
 
-
 	// slab is the block of Slabs this statement was handed out from (nil
 	// for any other statement): Release gives it back.
 	slab *slab
