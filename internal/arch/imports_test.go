@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"sandbox":    {},
 	"netlab":     {},
 	"eventlog":   {},
+	"txn":        {"event"},
 	"selfprof":   {},
 	"capture":    {"event", "mysqlproto", "sqltext"},
 	"collect":    {"event", "sqltext"},
@@ -33,13 +34,13 @@ var allowed = map[string][]string{
 	"export":     {"event", "sqltext", "watch"},
 	"web":        {"event", "watch", "diagnose"},
 	"workload":   {"event", "sandbox"},
-	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans"},
+	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans", "txn"},
 	"probe":      {"event", "collect", "workload", "diagnose", "report", "store"},
 	"plans":      {"event", "collect", "sqltext", "diagnose", "report", "store"},
 	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
-	"offline":    {"event", "capture", "collect", "sqltext", "diagnose", "report"},
+	"offline":    {"event", "capture", "collect", "sqltext", "diagnose", "report", "txn"},
 	"watchtext":  {"event", "capture", "collect", "watch", "report"},
-	"lab":        {"netlab", "watch", "probe", "plans", "overhead", "event", "sandbox", "workload", "capture", "collect", "join", "diagnose", "report", "mysqlproto", "sqltext", "store"},
+	"lab":        {"netlab", "txn", "watch", "probe", "plans", "overhead", "event", "sandbox", "workload", "capture", "collect", "join", "diagnose", "report", "mysqlproto", "sqltext", "store"},
 }
 
 var testOnly = []string{"sandbox", "workload", "netlab"}

@@ -49,6 +49,8 @@ type flow struct {
 	// the connection sent a statement of gapscope's own (sqltext.IsOwn),
 	// and never counts there.
 	awaiting, own bool
+	// txn follows the connection's transactions (txn.go).
+	txn txnTrack
 }
 
 // noteAwaiting updates whether the connection has a command awaiting its

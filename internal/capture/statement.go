@@ -68,6 +68,7 @@ func (f *flow) OnExchange(ex *mysqlproto.Exchange, info *mysqlproto.ConnInfo) {
 		s.Notes = addNote(s.Notes, noteNoText)
 		rootCause(s, event.NoText)
 	}
+	f.txn.place(s, ex)
 	f.t.stats.Statements++
 	f.t.emit(s)
 }

@@ -183,9 +183,6 @@ type Transaction struct {
 	// Tags are the sqlcommenter tags of its statements (route, ...), the
 	// first statement's that had any.
 	Tags map[string]string `json:"tags,omitempty"`
-	// Blocked counts the other connections' statements that waited for a
-	// lock it held, as attributed.
-	Blocked int `json:"blocked,omitempty"`
 }
 
 // AppendLine appends the transaction as one JSON line (without newline).

@@ -1,0 +1,326 @@
+package txn
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// release is an instant at which a connection let go of locks others may
+// have waited for: the end of a transaction (its COMMIT, ROLLBACK or
+// implicit end) or of a DDL statement (its metadata lock).
+type release struct {
+	conn   string
+	connID uint64
+	user   string
+	txn    bool // a transaction's end (row and metadata locks)
+	ddl    bool // a DDL statement's end (its metadata lock)
+	// start is when the locks could first have been taken: the
+	// transaction's start, the DDL's request.
+	start int64
+	// The releasing statement's request and response times: the locks go
+	// between its request's arrival and its response.
+	reqFirst, reqLast, respFirst int64
+	// idleBefore is how long the application sat idle before sending the
+	// releasing statement (a COMMIT after slow application work).
+	idleBefore int64
+	// digest and sql are the statement that held the locks: the
+	// transaction's last statement before its end, or the DDL itself.
+	digest, sql string
+	tables      []string
+}
+
+// releases is a bounded list in arrival order.
+type releases struct {
+	list []release
+	head int // list[head:] are live
+	max  int
+}
+
+func (r *releases) add(x release, keepUS int64) {
+	// Drop what is older than keepUS behind the newest, and beyond max.
+	for r.head < len(r.list) && (len(r.list)-r.head >= r.max || r.list[r.head].respFirst < x.respFirst-keepUS) {
+		r.list[r.head] = release{}
+		r.head++
+	}
+	if r.head > len(r.list)/2 && r.head > 64 {
+		n := copy(r.list, r.list[r.head:])
+		clear(r.list[n:])
+		r.list, r.head = r.list[:n], 0
+	}
+	r.list = append(r.list, x)
+}
+
+func (r *releases) live() []release { return r.list[r.head:] }
+
+// execSpan is the statement's server time at the capture point: from the
+// server's start to its end when joined, else (wire only) from the
+// request's last byte to the response's first.
+func execSpan(s *event.Statement) (from, to int64) {
+	if s.Joined {
+		from = s.TReqLast + s.QueueUS
+		return from, from + s.ExecUS + s.SendStallUS
+	}
+	if s.TRespFirst == 0 {
+		return 0, 0
+	}
+	return s.TReqLast, s.TRespFirst
+}
+
+// attribute looks for what s waited for: a wait the server's lock tables
+// showed (Observe), else a release on the wire that its end followed.
+func (l *Ledger) attribute(s *event.Statement) {
+	from, to := execSpan(s)
+	if to-from < l.opts.MinWaitUS || s.Conn == "" && s.ConnID == 0 {
+		return
+	}
+	if w, ok := l.live[s.ConnID]; ok && s.ConnID != 0 && w.seenUS >= from && w.seenUS <= to+l.opts.SlackUS {
+		delete(l.live, s.ConnID)
+		l.attributeLive(s, w, from, to)
+		return
+	}
+	r, rivals := l.wireRelease(waiter{s.Conn, s.DigestText, s.SQL, from, to})
+	if r == nil {
+		return
+	}
+	kind := kindOf(s, r)
+	confidence := event.ConfidenceLow
+	evidence := fmt.Sprintf("its server time ended %s after %s's %s reached the server",
+		usText(to-r.releasedFrom()), r.conn, releaseName(r))
+	if kind == event.LockRow && l.opts.RowLockWaits != nil {
+		waits, known := l.opts.RowLockWaits(from, to)
+		switch {
+		case known && waits == 0:
+			return // the server counted no row-lock wait while it ran
+		case known && rivals == 0:
+			confidence = event.ConfidenceHigh
+			evidence += fmt.Sprintf("; the server counted %d row-lock wait(s) (Innodb_row_lock_waits) meanwhile", waits)
+		}
+	}
+	if rivals > 0 {
+		evidence += fmt.Sprintf("; %d other connection(s) released locks as close to its end", rivals)
+	}
+	b := l.blockerOf(r, kind, from, to)
+	b.Source, b.Confidence, b.Evidence = event.LockSourceWire, confidence, evidence
+	if r.ddl {
+		// The DDL may itself have waited for a transaction: the root.
+		if root, _ := l.wireRelease(waiter{conn: r.conn, sql: r.sql, from: r.reqLast, to: r.respFirst}); root != nil {
+			rb := l.blockerOf(root, event.LockMetadata, r.reqLast, r.respFirst)
+			rb.Source, rb.Confidence = event.LockSourceWire, event.ConfidenceLow
+			b.Root = rb
+		}
+	}
+	wait := min(r.respFirst, to) - from
+	s.LockWait = &event.LockWait{LockWaitUS: clamp(wait, 0, to-from), BlockedBy: b}
+}
+
+// waiter is a statement looked at for a lock wait: its connection, text
+// and server time [from, to).
+type waiter struct {
+	conn, digestText, sql string
+	from, to              int64
+}
+
+// wireRelease finds the release w's server end followed: another
+// connection's, whose locks could have been taken before w started, that
+// let them go at least MinWaitUS after w started and before w ended, with
+// w's end following within the slack (a DDL waiter gets more: it does its
+// own work once it has the lock). The closest wins; rivals counts the
+// others that also fit. A plain read takes no row locks: only a DDL's end
+// can have held it.
+func (l *Ledger) wireRelease(w waiter) (*release, int) {
+	tables := tablesOf(w.digestText)
+	if len(tables) == 0 {
+		tables = tablesOf(w.sql)
+	}
+	plainRead := isPlainRead(w.digestText, w.sql)
+	slack := l.opts.SlackUS
+	if isDDL(w.digestText, w.sql) {
+		slack = max(slack, (w.to-w.from)/4)
+	}
+	var best *release
+	var bestGap int64
+	rivals := 0
+	list := l.rel.live()
+	for i := len(list) - 1; i >= 0; i-- {
+		r := &list[i]
+		if r.respFirst < w.from {
+			break // older releases cannot have woken it (the list is nearly in time order)
+		}
+		if r.conn == w.conn || r.start >= w.from || r.reqLast > w.to || w.to > r.respFirst+slack {
+			continue
+		}
+		if plainRead && !r.ddl {
+			continue
+		}
+		if r.releasedFrom()-w.from < l.opts.MinWaitUS {
+			continue // released too soon after it started to have held it long
+		}
+		if len(tables) > 0 && len(r.tables) > 0 && !overlap(tables, r.tables) {
+			continue
+		}
+		gap := abs(w.to - r.respFirst)
+		if best == nil || gap < bestGap {
+			if best != nil {
+				rivals++
+			}
+			best, bestGap = r, gap
+		} else {
+			rivals++
+		}
+	}
+	return best, rivals
+}
+
+// releasedFrom is the earliest the locks can have gone: a transaction's
+// as its ending request arrived, a DDL's as it ended.
+func (r *release) releasedFrom() int64 {
+	if r.ddl {
+		return r.respFirst
+	}
+	return r.reqLast
+}
+
+// isPlainRead: a SELECT without FOR UPDATE, FOR SHARE or LOCK IN SHARE
+// MODE, which InnoDB runs as a consistent read taking no row locks.
+func isPlainRead(digestText, sql string) bool {
+	t := digestText
+	if t == "" {
+		t = sql
+	}
+	if firstWord(t) != "select" {
+		return false
+	}
+	t = strings.ToLower(t)
+	return !strings.Contains(t, "for update") && !strings.Contains(t, "for share") && !strings.Contains(t, "lock in share mode")
+}
+
+// kindOf guesses the lock's kind from the waiter and the release: DDL on
+// either side is a metadata lock; otherwise a row lock.
+func kindOf(s *event.Statement, r *release) string {
+	if r.ddl || isDDL(s.DigestText, s.SQL) {
+		return event.LockMetadata
+	}
+	return event.LockRow
+}
+
+// blockerOf describes the connection behind r as the wire saw it while
+// the waiter waited [from, to).
+func (l *Ledger) blockerOf(r *release, kind string, from, to int64) *event.Blocker {
+	b := &event.Blocker{
+		Conn: r.conn, ConnID: r.connID, User: r.user, Kind: kind,
+		Digest: r.digest, SQL: r.sql, HeldUS: max(0, r.respFirst-r.start),
+	}
+	if c := l.conns[r.conn]; c != nil {
+		if b.ConnID == 0 {
+			b.ConnID = c.connID
+		}
+		if b.User == "" {
+			b.User = c.user
+		}
+	}
+	// Idle in its transaction: the application sent the releasing
+	// statement after sitting idle through most of the wait.
+	idleFrom := r.reqFirst - r.idleBefore
+	if r.txn && r.idleBefore > 0 && overlapLen(idleFrom, r.reqFirst, from, to)*2 >= to-from {
+		b.State, b.IdleUS = event.BlockerIdleInTxn, r.idleBefore
+	} else {
+		b.State = event.BlockerRunning
+	}
+	return b
+}
+
+// isDDL: the text begins with a statement that takes an exclusive
+// metadata lock.
+func isDDL(digestText, sql string) bool {
+	t := digestText
+	if t == "" {
+		t = sql
+	}
+	w := firstWord(t)
+	switch w {
+	case "alter", "create", "drop", "truncate", "rename", "optimize", "repair", "analyze":
+		return true
+	}
+	return false
+}
+
+func firstWord(t string) string {
+	t = strings.TrimLeft(t, " \t\r\n(")
+	for strings.HasPrefix(t, "/*") {
+		end := strings.Index(t, "*/")
+		if end < 0 {
+			return ""
+		}
+		t = strings.TrimLeft(t[end+2:], " \t\r\n(")
+	}
+	i := 0
+	for i < len(t) && (t[i]|0x20 >= 'a' && t[i]|0x20 <= 'z') {
+		i++
+	}
+	return strings.ToLower(t[:i])
+}
+
+// tablesOf lists the tables a statement's text names after FROM, JOIN,
+// UPDATE, INTO and TABLE (schema and quotes dropped, lower case). It is a
+// hint, not a parser: it narrows candidates, it never makes one.
+func tablesOf(text string) []string {
+	if text == "" {
+		return nil
+	}
+	var out []string
+	words := strings.Fields(strings.ToLower(text))
+	for i := 0; i+1 < len(words); i++ {
+		switch words[i] {
+		case "from", "join", "update", "into", "table":
+			name := strings.Trim(words[i+1], "`\"(),;")
+			if j := strings.LastIndexByte(name, '.'); j >= 0 {
+				name = strings.Trim(name[j+1:], "`\"")
+			}
+			if name != "" && name != "?" && name != "if" && name != "select" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func overlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func overlapLen(a0, a1, b0, b1 int64) int64 { return max(0, min(a1, b1)-max(a0, b0)) }
+
+func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func releaseName(r *release) string {
+	if r.ddl {
+		return "DDL statement's end"
+	}
+	return "transaction end"
+}
+
+func usText(us int64) string {
+	switch {
+	case us < 1000:
+		return fmt.Sprintf("%d µs", us)
+	case us < 1_000_000:
+		return fmt.Sprintf("%.1f ms", float64(us)/1000)
+	}
+	return fmt.Sprintf("%.2f s", float64(us)/1e6)
+}

@@ -1,0 +1,374 @@
+// Package txn follows the transactions applications hold open and the lock
+// waits they cause, from the wire first and the server's lock tables when
+// watch read them. The capture places each statement in its connection's
+// transactions (event.TxnInfo, from the responses' status flags); the
+// Ledger here builds one record per transaction, keeps the recent
+// releases (a transaction's end, a DDL statement's end) and attributes a
+// statement's long server time to another connection's release when the
+// evidence says it waited for it (docs/decomposition.md, "Lock waits").
+package txn
+
+import (
+	"sync"
+
+	"github.com/gapscope/gapscope/internal/event"
+)
+
+// Options tune a Ledger; zero fields take the defaults.
+type Options struct {
+	// MinWaitUS: a statement's server time must reach this before it is
+	// looked at for a lock wait (default 5 ms). Waits shorter than it are
+	// not attributed after the fact.
+	MinWaitUS int64
+	// SlackUS is how long after a release's response a waiter's end may
+	// come and still count as woken by it (default 2 ms): the waiter
+	// finishes its own work once it has the lock.
+	SlackUS int64
+	// KeepUS is how long releases are kept for waiters still being
+	// joined (default 120 s).
+	KeepUS int64
+	// MaxReleases bounds the releases kept (default 65,536).
+	MaxReleases int
+	// MaxConns bounds the connections followed (default 65,536): beyond
+	// it the least recently active one is forgotten.
+	MaxConns int
+	// Emit receives each transaction once all its statements finished, or
+	// at Close. It is called with the ledger's lock released, from the
+	// goroutine that finished the statement.
+	Emit func(*event.Transaction)
+	// RowLockWaits, when set, says how many row-lock waits the server
+	// counted (Innodb_row_lock_waits) between two instants (Unix µs), and
+	// whether its samples cover them: a row-lock wait attributed from the
+	// wire needs the server to have counted one (watch passes its status
+	// readings; analyze has none).
+	RowLockWaits func(fromUS, toUS int64) (waits int64, known bool)
+}
+
+func (o *Options) defaults() {
+	if o.MinWaitUS <= 0 {
+		o.MinWaitUS = 5_000
+	}
+	if o.SlackUS <= 0 {
+		o.SlackUS = 2_000
+	}
+	if o.KeepUS <= 0 {
+		o.KeepUS = 120_000_000
+	}
+	if o.MaxReleases <= 0 {
+		o.MaxReleases = 64 << 10
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 64 << 10
+	}
+}
+
+// Ledger is safe for concurrent use: watch feeds Wire from the capture's
+// goroutine and Finished from whichever goroutine finishes a statement,
+// and the lock reader's Observe from the poller.
+type Ledger struct {
+	opts Options
+
+	mu    sync.Mutex
+	conns map[string]*connState
+	byID  map[uint64]*connState
+	// rel are the recent releases in the order the wire saw them (by
+	// response time, nearly: connections interleave by a few µs).
+	rel releases
+	// closing are transactions the wire saw end whose statements have
+	// not all finished yet, by connection and number.
+	closing map[txnKey]*record
+	// live are the waits the server's lock tables showed, by the waiting
+	// connection's id (Observe).
+	live map[uint64]liveWait
+	tick uint64 // orders connections by activity, for eviction
+}
+
+type txnKey struct {
+	conn string
+	seq  uint32
+}
+
+// record is a transaction being built: its wire half from Wire, its
+// server half from Finished.
+type record struct {
+	t event.Transaction
+	// wireN counts the statements the wire placed in it, doneN those
+	// finished; ended: the wire saw its end (wireN is final).
+	wireN, doneN int
+	ended        bool
+	// emitted: handed to Emit, never changed again.
+	emitted bool
+}
+
+// connState is what the wire knows of one connection.
+type connState struct {
+	conn   string
+	connID uint64
+	user   string
+	used   uint64
+	open   *record // the transaction in progress, nil outside one
+	// last is the latest statement of the open transaction that was not
+	// its end: what holds locks on its behalf.
+	lastDigest, lastSQL string
+	lastResp            int64
+	// running: a request sent whose response the wire has not yet seen
+	// is not known here (the wire hands on finished statements only);
+	// lastReq is the latest request start seen.
+	lastReq int64
+}
+
+// New returns a ledger.
+func New(opts Options) *Ledger {
+	opts.defaults()
+	return &Ledger{
+		opts:    opts,
+		conns:   make(map[string]*connState),
+		byID:    make(map[uint64]*connState),
+		closing: make(map[txnKey]*record),
+		live:    make(map[uint64]liveWait),
+		rel:     releases{max: opts.MaxReleases},
+	}
+}
+
+func (l *Ledger) connOf(s *event.Statement) *connState {
+	c := l.conns[s.Conn]
+	if c == nil {
+		if len(l.conns) >= l.opts.MaxConns {
+			l.evictOldest()
+		}
+		c = &connState{conn: s.Conn}
+		l.conns[s.Conn] = c
+	}
+	l.tick++
+	c.used = l.tick
+	if s.ConnID != 0 && c.connID != s.ConnID {
+		if c.connID != 0 && l.byID[c.connID] == c {
+			delete(l.byID, c.connID)
+		}
+		c.connID = s.ConnID
+		l.byID[s.ConnID] = c
+	}
+	if s.User != "" {
+		c.user = s.User
+	}
+	return c
+}
+
+func (l *Ledger) evictOldest() {
+	var old *connState
+	for _, c := range l.conns {
+		if old == nil || c.used < old.used {
+			old = c
+		}
+	}
+	if old == nil {
+		return
+	}
+	delete(l.conns, old.conn)
+	if l.byID[old.connID] == old {
+		delete(l.byID, old.connID)
+	}
+}
+
+// LearnConn tells the ledger a wire connection's server id (the join
+// learns it for connections whose handshake the capture missed).
+func (l *Ledger) LearnConn(conn string, connID uint64) {
+	if conn == "" || connID == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.conns[conn]
+	if c == nil || c.connID == connID {
+		return
+	}
+	if c.connID != 0 && l.byID[c.connID] == c {
+		delete(l.byID, c.connID)
+	}
+	c.connID = connID
+	l.byID[connID] = c
+}
+
+// Wire takes a statement as the wire finished it, in its connection's
+// order. It must be called before Finished for the same statement.
+func (l *Ledger) Wire(s *event.Statement) {
+	if s.Conn == "" {
+		return
+	}
+	l.mu.Lock()
+	var done []*event.Transaction
+	c := l.connOf(s)
+	c.lastReq = s.TReqFirst
+	if c.open != nil && (s.TxnSeq != c.open.t.Seq || s.Cmd == "COM_QUIT") {
+		// A new number without the old one's end: a BEGIN inside it, or a
+		// status the wire missed, ended it; COM_QUIT rolls it back.
+		end := event.TxnEndImplicit
+		if s.Cmd == "COM_QUIT" || s.TxnSeq == 0 {
+			end = event.TxnEndOpen
+		}
+		done = l.endOpen(c, end, c.lastResp, done)
+	}
+	if s.TxnSeq != 0 {
+		if c.open == nil {
+			c.open = l.begin(c, s)
+		}
+		r := c.open
+		r.wireN++
+		r.t.Statements++
+		r.t.InAppUS += s.TxnIdleBeforeUS
+		r.t.MaxIdleUS = max(r.t.MaxIdleUS, s.TxnIdleBeforeUS)
+		if s.TRespLast != 0 {
+			r.t.End = max(r.t.End, s.TRespLast)
+		}
+		if r.t.LeadDigest == "" && r.wireN > 1 && s.TxnEnd == event.TxnEndNone {
+			r.t.LeadDigest, r.t.LeadSQL = s.Digest, s.SQL
+		}
+		if r.t.Tags == nil && len(s.Tags) > 0 {
+			r.t.Tags = s.Tags
+		}
+		if s.TxnEnd != event.TxnEndNone {
+			l.rel.add(release{
+				conn: c.conn, connID: c.connID, user: c.user, txn: true,
+				start: s.TxnStartUS, reqFirst: s.TReqFirst, reqLast: s.TReqLast, respFirst: respFirst(s),
+				idleBefore: s.TxnIdleBeforeUS, digest: c.lastDigest, sql: c.lastSQL,
+				tables: tablesOf(c.lastDigest),
+			}, l.opts.KeepUS)
+			done = l.endOpen(c, s.TxnEnd, s.TRespLast, done)
+		} else {
+			c.lastDigest, c.lastSQL = s.Digest, s.SQL
+			if s.TRespLast != 0 {
+				c.lastResp = s.TRespLast
+			}
+		}
+	}
+	if isDDL(s.DigestText, s.SQL) && s.TRespLast != 0 {
+		// A DDL statement holds its table's metadata lock until it ends:
+		// statements queued behind it are released then.
+		l.rel.add(release{
+			conn: c.conn, connID: c.connID, user: c.user, ddl: true,
+			start: s.TReqFirst, reqFirst: s.TReqFirst, reqLast: s.TReqLast, respFirst: respFirst(s),
+			digest: s.Digest, sql: s.SQL, tables: tablesOf(s.DigestText),
+		}, l.opts.KeepUS)
+	}
+	l.mu.Unlock()
+	l.emit(done)
+}
+
+func respFirst(s *event.Statement) int64 {
+	if s.TRespFirst != 0 {
+		return s.TRespFirst
+	}
+	return s.TRespLast
+}
+
+func (l *Ledger) begin(c *connState, s *event.Statement) *record {
+	c.lastDigest, c.lastSQL, c.lastResp = "", "", 0
+	start := s.TxnStartUS
+	if start == 0 {
+		start = s.TReqFirst
+	}
+	return &record{t: event.Transaction{
+		Conn: c.conn, ConnID: c.connID, User: c.user, DB: s.DB, Seq: s.TxnSeq,
+		Start: start, FirstDigest: s.Digest, FirstSQL: s.SQL,
+	}}
+}
+
+// endOpen ends c's open transaction; it is emitted once its statements
+// all finished.
+func (l *Ledger) endOpen(c *connState, end event.TxnEnd, at int64, done []*event.Transaction) []*event.Transaction {
+	r := c.open
+	c.open = nil
+	c.lastDigest, c.lastSQL = "", ""
+	r.ended = true
+	r.t.EndKind = end.String()
+	if at > r.t.End {
+		r.t.End = at
+	}
+	r.t.OpenUS = max(0, r.t.End-r.t.Start)
+	if r.doneN >= r.wireN {
+		return r.out(done)
+	}
+	l.closing[txnKey{c.conn, r.t.Seq}] = r
+	if len(l.closing) > l.opts.MaxConns { // statements that never finish: do not keep them forever
+		for k, o := range l.closing {
+			delete(l.closing, k)
+			done = o.out(done)
+			break
+		}
+	}
+	return done
+}
+
+// out hands r on: from now on nothing changes it.
+func (r *record) out(done []*event.Transaction) []*event.Transaction {
+	r.emitted = true
+	return append(done, &r.t)
+}
+
+func (l *Ledger) emit(done []*event.Transaction) {
+	if l.opts.Emit == nil {
+		return
+	}
+	for _, t := range done {
+		l.opts.Emit(t)
+	}
+}
+
+// Finished takes a statement once its server half is known (joined or
+// not): its lock wait is attributed (its LockWait set when found) and its
+// transaction's record is completed.
+func (l *Ledger) Finished(s *event.Statement) {
+	l.mu.Lock()
+	if s.LockWait == nil {
+		l.attribute(s)
+	}
+	var done []*event.Transaction
+	if s.TxnSeq != 0 && s.Conn != "" {
+		done = l.account(s, done)
+	}
+	l.mu.Unlock()
+	l.emit(done)
+}
+
+// account adds s's server half to its transaction.
+func (l *Ledger) account(s *event.Statement, done []*event.Transaction) []*event.Transaction {
+	var r *record
+	if c := l.conns[s.Conn]; c != nil && c.open != nil && c.open.t.Seq == s.TxnSeq {
+		r = c.open
+	} else if r = l.closing[txnKey{s.Conn, s.TxnSeq}]; r == nil {
+		return done
+	}
+	r.doneN++
+	r.t.ServerUS += s.ExecUS + s.SendStallUS
+	r.t.LockWaitUS += s.LockWaitTime()
+	if r.t.ConnID == 0 {
+		r.t.ConnID = s.ConnID
+	}
+	if r.ended && r.doneN >= r.wireN {
+		delete(l.closing, txnKey{s.Conn, s.TxnSeq})
+		done = r.out(done)
+	}
+	return done
+}
+
+// Close emits every transaction still held: those still open as open,
+// those ended whose statements did not all finish as they are.
+func (l *Ledger) Close() {
+	l.mu.Lock()
+	var done []*event.Transaction
+	for _, c := range l.conns {
+		if c.open != nil {
+			r := c.open
+			c.open = nil
+			r.t.EndKind = event.TxnEndOpen.String()
+			r.t.OpenUS = max(0, r.t.End-r.t.Start)
+			done = r.out(done)
+		}
+	}
+	for k, r := range l.closing {
+		delete(l.closing, k)
+		done = r.out(done)
+	}
+	l.mu.Unlock()
+	l.emit(done)
+}
