@@ -18,6 +18,7 @@ type analyzeFlags struct {
 	events       string
 	ports        []uint
 	keepLiterals bool
+	txns         string
 	top          int
 	portsGiven   bool // --port was on the command line
 	class        classFlags
@@ -69,6 +70,7 @@ Capture with:  tcpdump -U -i any -s 0 -w mysql.pcap port 3306
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.events, "events", "", "also write one JSON statement event per line to this file")
+	fl.StringVar(&f.txns, "txns", "", "also write one JSON transaction per line to this file: its statements, how long it was open and how long its application held it idle (docs/events.md)")
 	fl.UintSliceVar(&f.ports, "port", []uint{3306}, "server port (repeatable)")
 	fl.BoolVar(&f.keepLiterals, "keep-literals", false, "keep SQL literals, and the values server error messages quote, in events (default: redacted)")
 	fl.IntVar(&f.top, "top", 20, "digests to show in text output (0: all)")
@@ -104,7 +106,7 @@ func tcpPorts(flag []uint) ([]uint16, error) {
 }
 
 func runAnalyze(ctx context.Context, out, errOut io.Writer, files []string, opts capture.Options, f analyzeFlags, co report.ClassOptions) error {
-	res, eventsErr, err := offline.Analyze(ctx, errOut, files, offline.AnalyzeOptions{Capture: opts, Events: f.events, PortsGiven: f.portsGiven, Class: co})
+	res, eventsErr, err := offline.Analyze(ctx, errOut, files, offline.AnalyzeOptions{Capture: opts, Events: f.events, Txns: f.txns, PortsGiven: f.portsGiven, Class: co})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/watch"
 )
 
 // resultCompleteBut is the error of a run whose result was printed whole
@@ -82,3 +86,21 @@ func (r *retention) String() string {
 }
 
 func (r *retention) Type() string { return "duration" }
+
+// txnSink hands watch's transactions to a --txns file (written through
+// every second, as --events is).
+type txnSink struct{ f *report.EventsFile }
+
+func (txnSink) Statement(*event.Statement)         {}
+func (txnSink) Snapshot(*watch.Snapshot)           {}
+func (t txnSink) Transaction(x *event.Transaction) { t.f.WriteTxn(x) }
+
+// openTxnFile opens a --txns file ("" : none, nil).
+func openTxnFile(path string) (*report.EventsFile, error) {
+	f, err := report.OpenEvents(path)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	f.FlushEvery(time.Second)
+	return f, nil
+}

@@ -32,6 +32,7 @@ type watchFlags struct {
 	duration, poll, maxWait   time.Duration
 	minPoll                   time.Duration
 	events, storePath, format string
+	txns                      string
 	keepLiterals, noCapture   bool
 	noDefaults                bool
 	enableConsumers, noLive   bool
@@ -106,6 +107,7 @@ for 24); the Go heap's soft limit is 120 MiB less the ring watch opened,
 	fl.DurationVar(&f.minPoll, "min-poll", d.MinPollInterval, "shortest poll interval while the ring fills (each poll scans the ring on the server: faster costs its throughput)")
 	fl.DurationVar(&f.maxWait, "max-wait", d.MaxWait, "how long a statement waits for its other half before it is reported unjoined")
 	fl.StringVar(&f.events, "events", "", "write one JSON statement event per line to this file (written through every second, so a killed watch leaves all but its last second)")
+	fl.StringVar(&f.txns, "txns", "", "write one JSON transaction per line to this file: its statements, how long it was open, how long its application held it idle, the lock waits of its statements (docs/events.md)")
 	fl.StringVar(&f.storePath, "store", "", "record statements and findings in this SQLite file")
 	f.storeMax, f.storeRetain = 1<<30, retention(7*24*time.Hour)
 	fl.Var(&f.storeMax, "store-max-size", "bound the --store file (with its write-ahead log): past it the oldest statement rows go first, down to 90% (0: no bound)")
@@ -226,6 +228,19 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	}
 	if outs.Writes() { // without outputs, every statement would go through a queue and a goroutine to nothing
 		opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.Add))
+	}
+	txns, err := openTxnFile(f.txns)
+	if err != nil {
+		_ = outs.Close(nil)
+		return err
+	}
+	defer func() {
+		if err := txns.Close(); err != nil {
+			fmt.Fprintf(errOut, "warning: --txns: %v\n", err)
+		}
+	}()
+	if txns != nil {
+		opts.Sinks = append(opts.Sinks, txnSink{txns})
 	}
 	exp, err := startExporters(ctx, errOut, f.exp, cfg)
 	if err != nil {

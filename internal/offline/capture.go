@@ -14,12 +14,14 @@ import (
 	"github.com/gapscope/gapscope/internal/diagnose"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // AnalyzeOptions say what Analyze reads and how it selects.
 type AnalyzeOptions struct {
 	Capture    capture.Options
 	Events     string // also write every selected statement to this events file ("": none)
+	Txns       string // write every transaction to this file, one JSON line each ("": none)
 	PortsGiven bool   // the ports were given by the user: one that saw no connection is noted
 	Class      report.ClassOptions
 }
@@ -37,13 +39,19 @@ func Analyze(ctx context.Context, errOut io.Writer, files []string, o AnalyzeOpt
 	if err != nil {
 		return nil, nil, err
 	}
+	txns, err := report.OpenEvents(o.Txns)
+	if err != nil {
+		sink.Close()
+		return nil, nil, err
+	}
 	opts := o.Capture
 	prog := report.NewProgress(errOut, totalSize(files), "reading")
 	opts.Progress = func(done, _ int64) { prog.Set(done) }
 	var wire diagnose.WireWindow
 	sel := o.Class.Selector(0)
 	var x report.Extra
-	stats, err := capture.ReadFiles(ctx, files, opts, func(s *event.Statement) {
+	kept := newTxnKeep(txns)
+	locks := newLockPass(kept.add, func(s *event.Statement) {
 		wire.Add(s) // the wire's findings see every statement, whatever the report shows
 		x = report.Extra{Host: clientHost(s.Conn)}
 		if sel.Keep(s, &x) {
@@ -51,13 +59,16 @@ func Analyze(ctx context.Context, errOut io.Writer, files []string, o AnalyzeOpt
 			sink.Events.Write(s)
 		}
 	})
+	stats, err := capture.ReadFiles(ctx, files, opts, locks.add)
+	locks.flush()
 	prog.Done()
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		sink.Close()
+		txns.Close()
 		return nil, nil, err
 	}
-	eventsErr = sink.Close()
+	eventsErr = errors.Join(sink.Close(), txns.Close())
 	if err := noMySQLInCapture(stats, opts, interrupted); err != nil {
 		return nil, eventsErr, err
 	}
@@ -70,7 +81,8 @@ func Analyze(ctx context.Context, errOut io.Writer, files []string, o AnalyzeOpt
 	if stats.Statements > 0 {
 		sink.Profile.AddNote(diagnose.WireOnlyNote())
 	}
-	res = &AnalyzeResult{ProfileResult: sink.Profile.Result(), Findings: wire.Findings(), NotJudged: diagnose.NotJudgedOnWire()}
+	res = &AnalyzeResult{ProfileResult: sink.Profile.Result(), Findings: wire.Findings(), NotJudged: diagnose.NotJudgedOnWire(),
+		Transactions: txn.Summarize(kept.txns, kept.count)}
 	if res.Findings == nil {
 		res.Findings = []event.Finding{}
 	}
@@ -84,6 +96,8 @@ type AnalyzeResult struct {
 	*report.ProfileResult
 	Findings  []event.Finding `json:"findings"`
 	NotJudged []string        `json:"not_judged"`
+	// Transactions sums the transactions the wire shows.
+	Transactions txn.Summary `json:"transactions"`
 }
 
 // Write ranks the result as co says and prints it: JSON, or the class

@@ -37,6 +37,18 @@ func (e *EventWriter) Write(s *event.Statement) error {
 	return e.err
 }
 
+// WriteTxn appends one transaction as a line (a --txns file).
+func (e *EventWriter) WriteTxn(t *event.Transaction) error {
+	if e.err != nil {
+		return e.err
+	}
+	e.line = append(t.AppendLine(e.line[:0]), '\n')
+	if _, err := e.bw.Write(e.line); err != nil {
+		e.err = fmt.Errorf("writing transactions: %w", err)
+	}
+	return e.err
+}
+
 // Flush writes buffered lines through.
 func (e *EventWriter) Flush() error {
 	if e.err != nil {

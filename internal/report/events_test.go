@@ -213,13 +213,18 @@ func TestEventsDocumented(t *testing.T) {
 }
 
 // jsonFields names the JSON fields of struct type st in order, those of
-// embedded structs (the statement's time parts) where they are embedded.
+// embedded structs (the statement's time parts, its transaction, its lock
+// wait) where they are embedded.
 func jsonFields(st reflect.Type) []string {
 	var out []string
 	for i := range st.NumField() {
 		f := st.Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
 			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type.Elem())...) // the lock wait, when there is one
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")

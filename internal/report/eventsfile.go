@@ -88,6 +88,22 @@ func (e *EventsFile) Write(st *event.Statement) {
 	}
 }
 
+// WriteTxn appends a transaction (a --txns file), unless an earlier
+// write failed.
+func (e *EventsFile) WriteTxn(t *event.Transaction) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.failed(e.events.WriteTxn(t))
+	}
+}
+
+// Transaction is WriteTxn, as a watch sink that takes transactions.
+func (e *EventsFile) Transaction(t *event.Transaction) { e.WriteTxn(t) }
+
 // failed keeps err, the first one, and tells onFail.
 func (e *EventsFile) failed(err error) {
 	if err == nil || e.err != nil {

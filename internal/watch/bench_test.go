@@ -10,6 +10,7 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // The benchmarks here measure, per statement, the part of watch's path that
@@ -117,7 +118,7 @@ func BenchmarkSinkAdd(b *testing.B) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest, s.wire[i].PoolGroup = true, s.rows[i].Digest, &group
 	}
-	k := newSink(benchBatch, nil, false)
+	k := newSink(benchBatch, nil, false, nil)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -139,7 +140,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest = true, s.rows[i].Digest
 	}
-	k := newSink(benchBatch, nil, false)
+	k := newSink(benchBatch, nil, false, nil)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -162,7 +163,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 // the server rows were given.
 func joinBench(b *testing.B, withServer bool) {
 	s := newSynth()
-	k := newSink(50_000, nil, false)
+	k := newSink(50_000, nil, false, nil)
 	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st) })
 	fresh := make([]event.Statement, benchBatch)
 	t0 := int64(1_700_000_000_000_000)
@@ -237,7 +238,7 @@ func BenchmarkJoinSinkUnjoined(b *testing.B) { joinBench(b, false) }
 // loop's receive.
 func BenchmarkWireTake(b *testing.B) {
 	own := newOwnAddrs()
-	w := newWireStage(own, 1024, true)
+	w := newWireStage(own, 1024, true, txn.New(txn.Options{}))
 	for p := range 4 { // watch's own pool connections
 		own.add("127.0.0.1:" + strconv.Itoa(50000+p))
 	}
@@ -260,7 +261,7 @@ func BenchmarkWireTake(b *testing.B) {
 // ring).
 func TestWireTakeAllocFree(t *testing.T) {
 	own := newOwnAddrs()
-	w := newWireStage(own, 1, true)
+	w := newWireStage(own, 1, true, txn.New(txn.Options{}))
 	own.add("127.0.0.1:50000")
 	st := &event.Statement{Conn: "127.0.0.1:40000>" + benchServer}
 	mine := &event.Statement{Conn: "127.0.0.1:50000>" + benchServer}

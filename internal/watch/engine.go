@@ -17,6 +17,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
 	"github.com/gapscope/gapscope/internal/plans"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // engine holds one run's moving parts. A run is a pipeline of stages,
@@ -93,6 +94,12 @@ type engine struct {
 	poll *poller
 	// side is what the poller learns of the server, under its lock.
 	side *serverSide
+
+	// txns keeps the run's transactions for the diagnosis (its own lock);
+	// rowLocks the server's row-lock counter readings, which the poller
+	// takes and the ledger reads (its own lock).
+	txns     *txnTally
+	rowLocks *rowLockSamples
 
 	notes  noteList // its own lock
 	losses lossLog  // its own lock: the polls whose reads found the ring had turned over
@@ -227,7 +234,10 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	cursor := openHistory(ctx, db, table, &e.notes)
 	e.readsRows = cursor != nil
 	e.work = make(chan struct{}, 1)
-	e.wire = newWireStage(own, opts.QueueLen, e.readsRows)
+	out := newOutputStage(opts.Sinks)
+	e.txns, e.rowLocks = &txnTally{out: out}, &rowLockSamples{}
+	ledger := newLedger(e.txns, e.rowLocks)
+	e.wire = newWireStage(own, opts.QueueLen, e.readsRows, ledger)
 	e.wire.work = e.work
 	if e.live, e.noWire, err = e.openCapture(); err != nil {
 		if restore != nil { // the consumers this run enabled
@@ -237,7 +247,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		return nil, err
 	}
 	e.fitMemoryLimit()
-	e.sink = newSink(opts.WindowSize, newOutputStage(opts.Sinks), e.noWire)
+	e.sink = newSink(opts.WindowSize, out, e.noWire, ledger)
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server)}, e.joined)
 	e.sample = e.newJoinSample()
@@ -250,7 +260,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
 		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
-		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets}
+		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
+		rowLocks: e.rowLocks, ledger: ledger}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
 	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
 		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
@@ -533,7 +544,8 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	_ = e.sockets.readNow()
 	_ = e.path.readNow()
 	e.joiner.FlushAll()
-	e.sink.out.close() // every statement reached the sinks before the final snapshot
+	e.sink.ledger.Close() // the transactions still open, as open
+	e.sink.out.close()    // every statement reached the sinks before the final snapshot
 	return st
 }
 
@@ -564,6 +576,8 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	res := &Result{Server: e.poll.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
 		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own, KernelPath: e.path.summary()}
 	res.Coverage = e.coverage(res.Join, server)
+	txns, txnCount := e.txns.recent()
+	res.Transactions = txn.Summarize(txns, txnCount)
 	e.sink.mu.Lock()
 	for _, n := range e.notes.all() {
 		e.sink.profile.AddNote(n)

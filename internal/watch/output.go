@@ -23,6 +23,7 @@ type outputStage struct {
 	sinks   []Sink
 	mu      sync.Mutex
 	queue   []*event.Statement
+	txns    []*event.Transaction // finished transactions, for the sinks that take them (TxnSink)
 	closed  bool
 	wake    chan struct{} // a put into an empty queue, or close
 	done    chan struct{} // closed when run returned
@@ -82,8 +83,8 @@ func (o *outputStage) run() {
 	for range o.wake {
 		for {
 			o.mu.Lock()
-			batch, closed := o.queue, o.closed
-			o.queue = spare[:0]
+			batch, txns, closed := o.queue, o.txns, o.closed
+			o.queue, o.txns = spare[:0], nil
 			o.mu.Unlock()
 			for _, s := range batch {
 				for _, k := range o.sinks {
@@ -91,15 +92,42 @@ func (o *outputStage) run() {
 				}
 				s.Release() // a sink keeps what it needs as a copy (Sink)
 			}
+			for _, t := range txns {
+				for _, k := range o.sinks {
+					if ts, ok := k.(TxnSink); ok {
+						ts.Transaction(t)
+					}
+				}
+			}
 			clear(batch)
 			spare = batch
-			if len(batch) == 0 {
+			if len(batch) == 0 && len(txns) == 0 {
 				if closed {
 					return
 				}
 				break
 			}
 		}
+	}
+}
+
+// putTxn queues a finished transaction for the sinks that take them; like
+// put, it never waits (a full queue counts it dropped).
+func (o *outputStage) putTxn(t *event.Transaction) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	if len(o.txns) >= outputQueue || o.closed {
+		o.mu.Unlock()
+		o.dropped.Add(1)
+		return
+	}
+	o.txns = append(o.txns, t)
+	first := len(o.txns) == 1 && len(o.queue) == 0
+	o.mu.Unlock()
+	if first {
+		o.signal()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // poller is the poller stage. It reads the server on its own schedule
@@ -43,6 +44,10 @@ type poller struct {
 	losses  *lossLog     // the polls whose reads found the ring had turned over
 	sockets *socketWatch // nil unless the server runs on this host
 	path    *pathWatch   // nil when the server runs on this host
+	// rowLocks takes the row-lock counter's readings (locks.go); ledger
+	// takes what the lock tables show while a statement runs long.
+	rowLocks *rowLockSamples
+	ledger   *txn.Ledger
 	// slow and newConns are the wire stage's hand-offs: each outlier's
 	// identity, and a connection seen for the first time.
 	slow     <-chan target
@@ -140,6 +145,7 @@ func (p *poller) run(ctx context.Context) {
 			return
 		case tg := <-p.slow:
 			p.act.mark(time.Now())
+			p.readRowLocksAfter(ctx, tg)
 			p.targets.add(tg, time.Now())
 			p.takeTargets()
 		case <-p.newConns:
@@ -333,7 +339,7 @@ func (p *poller) takeTargets() {
 // rateStatus are the status variables watch reads every slowPollEvery:
 // the statement rate and the server's start. The diagnosis reads the whole
 // status once, at the end.
-var rateStatus = []string{"Queries", "Questions", "Uptime", "Connections"}
+var rateStatus = []string{"Queries", "Questions", "Uptime", "Connections", rowLockStatus}
 
 // slowPollEvery is how often thread-pool groups, status and the processlist
 // mapping are read.
@@ -517,6 +523,7 @@ func (p *poller) pollSlow(ctx context.Context) {
 		}
 		p.noteUnseen(status)
 		p.noteShortfall(status, now)
+		p.rowLocks.noteStatus(now, status)
 		p.queryRate = statementRate(p.status, status, time.Since(p.statusAt))
 		p.status, p.statusAt = status, time.Now()
 		if start, ok := startFromUptime(status); ok && p.startedAt == 0 {

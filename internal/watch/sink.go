@@ -7,6 +7,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // GroupSummary is the time of one thread-pool group's statements: the view
@@ -43,6 +44,9 @@ type sink struct {
 	// serverOnly: no wire, so the slowest statements are the server's
 	// slowest (client time is unknown).
 	serverOnly bool
+	// ledger attributes lock waits and builds transactions (locks.go),
+	// shared with the wire stage: its own lock.
+	ledger *txn.Ledger
 }
 
 // ConnSummary is one connection's time, for the live view's per-connection
@@ -59,7 +63,10 @@ type ConnSummary struct {
 // maxConnSummaries bounds the per-connection tallies (10k connections fit).
 const maxConnSummaries = 20_000
 
-func newSink(windowSize int, out *outputStage, serverOnly bool) *sink {
+func newSink(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledger) *sink {
+	if ledger == nil {
+		ledger = txn.New(txn.Options{})
+	}
 	profile := report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency})
 	if serverOnly {
 		profile = serverOnlyProfile()
@@ -71,6 +78,7 @@ func newSink(windowSize int, out *outputStage, serverOnly bool) *sink {
 		groups:     map[int]*GroupSummary{},
 		conns:      map[string]*ConnSummary{},
 		out:        out,
+		ledger:     ledger,
 	}
 }
 
@@ -78,6 +86,7 @@ func (k *sink) add(s *event.Statement) {
 	if !s.Joined {
 		s.Why = UnjoinedReason(s) // one reason, the same in the event and the counts
 	}
+	k.ledger.Finished(s) // its lock wait, before anything counts or writes it
 	k.account(s)
 	k.out.put(s) // the statement's last owner: the output stage, or no one
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // The unjoined reason is the one recorded on the statement, whatever its
@@ -43,7 +44,7 @@ func (r *recordingSink) Snapshot(s *Snapshot)       { r.snaps = append(r.snaps, 
 // with the reason it counted, and tallies the unjoined by reason.
 func TestSinksGetStatements(t *testing.T) {
 	var got []*event.Statement
-	k := newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false)
+	k := newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	k.add(&event.Statement{TRespLast: 1, Why: event.NoRow})
 	k.add(&event.Statement{Cmd: "COM_QUIT"})
@@ -61,7 +62,7 @@ func TestSinksGetStatements(t *testing.T) {
 	if u := k.cov.unjoinedByReason(); u["no_row"] != 1 || u["no_response"] != 1 || u["no_reason"] != 1 || len(u) != 3 {
 		t.Errorf("unjoined by reason %v", u)
 	}
-	newSink(10, nil, false).add(&event.Statement{}) // no sinks: no stage
+	newSink(10, nil, false, nil).add(&event.Statement{}) // no sinks: no stage
 }
 
 // A statement's life ends in the sink: without sinks at once, with sinks
@@ -75,7 +76,7 @@ func TestSinkReleasesStatements(t *testing.T) {
 		if withSinks {
 			out = newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, s.SQL) })})
 		}
-		k := newSink(100, out, false)
+		k := newSink(100, out, false, nil)
 		var first *event.Statement
 		for i := range event.SlabLen { // one block
 			s := slabs.New()
@@ -108,7 +109,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 		}
 		got++
 	})})
-	k := newSink(10, o, false)
+	k := newSink(10, o, false, nil)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	<-entered // the sink is stuck on the first statement
 	done := make(chan struct{})
@@ -134,8 +135,8 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // the connections is joined from the join sample the poller sets (the
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
-	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true), side: &serverSide{}}
-	e.sink = newSink(10, nil, false)
+	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
+	e.sink = newSink(10, nil, false, nil)
 	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
 	}
@@ -149,8 +150,8 @@ func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 // events file, the store) no snapshot is built, so the statement rules do
 // not run every 5 s for nobody; a sink that takes snapshots gets them.
 func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
-	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true), side: &serverSide{}}
-	e.sink = newSink(10, nil, false)
+	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
+	e.sink = newSink(10, nil, false, nil)
 	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
 	e.publishSnapshot()
 	if !e.liveFindingsAt.IsZero() {

@@ -12,6 +12,7 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // The row an outlier's thread read returns for it is the one that started
@@ -107,9 +108,9 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 			t.Fatal("no statement reached the sinks")
 		}
 	}
-	e := &engine{sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true),
+	e := &engine{sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})),
 		outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false)
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false, nil)
 	defer e.sink.out.close()
 	e.joiner = join.New(join.Options{}, e.joined)
 	e.readsRows = true
@@ -407,7 +408,7 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
 	e := &engine{sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false)
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
 	e.joiner = join.New(join.Options{}, e.joined)
 	cut := capture.Sample{N: 1024, Key: 1}
 	port := 40000
@@ -440,7 +441,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
 	e := &engine{sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false)
+	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false, nil)
 	e.joiner = join.New(join.Options{}, e.joined)
 	out := capture.Sample{N: 2, Key: 1}
 	port := 40000

@@ -23,6 +23,7 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // DefaultCPUBudget is the CPU budget of `gapscope watch` without
@@ -186,6 +187,8 @@ type Result struct {
 	Own OwnCost `json:"own"`
 	// Coverage is what was seen and joined, and why the rest was not.
 	Coverage Coverage `json:"coverage"`
+	// Transactions sums the transactions the wire saw.
+	Transactions txn.Summary `json:"transactions"`
 	// Window holds the most recent statements (bounded by WindowSize), the
 	// input of the diagnosis; labs assert on it.
 	Window []event.Statement `json:"-"`

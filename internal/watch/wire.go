@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // wireStage is the wire statements stage. It runs on the capture's
@@ -27,6 +28,9 @@ type wireStage struct {
 	// consumers off) each hand-off would only wake it for nothing.
 	toPoller bool
 	known    map[uint64]struct{} // connections seen (a cache: cleared when full)
+	// ledger follows each connection's transactions and the releases
+	// others may wait for, in the wire's order (its own lock).
+	ledger *txn.Ledger
 
 	out      chan *event.Statement // every statement, to the loop and the join
 	work     chan struct{}         // wakes the loop when out was empty
@@ -52,8 +56,8 @@ type wireStage struct {
 // forgets them all, and at worst a thread is read again.
 const maxKnownConns = 100_000
 
-func newWireStage(own *ownAddrs, queueLen int, toPoller bool) *wireStage {
-	return &wireStage{own: own, toPoller: toPoller, rule: newOutlierRule(), known: map[uint64]struct{}{},
+func newWireStage(own *ownAddrs, queueLen int, toPoller bool, ledger *txn.Ledger) *wireStage {
+	return &wireStage{own: own, toPoller: toPoller, ledger: ledger, rule: newOutlierRule(), known: map[uint64]struct{}{},
 		out: make(chan *event.Statement, queueLen), slow: make(chan target, slowQueue), newConns: make(chan struct{}, 1)}
 }
 
@@ -66,6 +70,7 @@ func (w *wireStage) take(s *event.Statement) {
 		return
 	}
 	w.taken.Add(1)
+	w.ledger.Wire(s)
 	if s.ConnID != 0 && w.toPoller {
 		w.noteConn(s.ConnID)
 	}
