@@ -28,7 +28,22 @@ type release struct {
 	// digest and sql are the statement that held the locks: the
 	// transaction's last statement before its end, or the DDL itself.
 	digest, sql string
-	tables      []string
+	// texts are the statements' texts behind the locks; tables, read from
+	// them when a waiter first needs them (tablesRead), the tables named.
+	texts      []string
+	tables     []string
+	tablesRead bool
+}
+
+// tablesNamed is the tables r's statements named.
+func (r *release) tablesNamed() []string {
+	if !r.tablesRead {
+		r.tablesRead = true
+		for _, t := range r.texts {
+			r.tables = append(r.tables, tablesOf(t)...)
+		}
+	}
+	return r.tables
 }
 
 // releases is a bounded list in arrival order.
@@ -130,10 +145,7 @@ type waiter struct {
 // others that also fit. A plain read takes no row locks: only a DDL's end
 // can have held it.
 func (l *Ledger) wireRelease(w waiter) (*release, int) {
-	tables := tablesOf(w.digestText)
-	if len(tables) == 0 {
-		tables = tablesOf(w.sql)
-	}
+	tables := tablesOfStmt(w.digestText, w.sql)
 	plainRead := isPlainRead(w.digestText, w.sql)
 	slack := l.opts.SlackUS
 	if isDDL(w.digestText, w.sql) {
@@ -157,7 +169,7 @@ func (l *Ledger) wireRelease(w waiter) (*release, int) {
 		if r.releasedFrom()-w.from < l.opts.MinWaitUS {
 			continue // released too soon after it started to have held it long
 		}
-		if len(tables) > 0 && len(r.tables) > 0 && !overlap(tables, r.tables) {
+		if rt := r.tablesNamed(); len(tables) > 0 && len(rt) > 0 && !overlap(tables, rt) {
 			continue
 		}
 		gap := abs(w.to - r.respFirst)
@@ -274,7 +286,12 @@ func tablesOf(text string) []string {
 	for i := 0; i+1 < len(words); i++ {
 		switch words[i] {
 		case "from", "join", "update", "into", "table":
-			name := strings.Trim(words[i+1], "`\"(),;")
+			name := words[i+1]
+			// The server's digest text spaces a qualified name: `f` . `m`.
+			if i+3 < len(words) && words[i+2] == "." {
+				name = words[i+3]
+			}
+			name = strings.Trim(name, "`\"(),;")
 			if j := strings.LastIndexByte(name, '.'); j >= 0 {
 				name = strings.Trim(name[j+1:], "`\"")
 			}
@@ -284,6 +301,11 @@ func tablesOf(text string) []string {
 		}
 	}
 	return out
+}
+
+// tablesOfStmt is the tables of a statement's text and its digest text.
+func tablesOfStmt(digestText, sql string) []string {
+	return append(tablesOf(sql), tablesOf(digestText)...)
 }
 
 func overlap(a, b []string) bool {

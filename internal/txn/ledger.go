@@ -111,6 +111,10 @@ type connState struct {
 	// its end: what holds locks on its behalf.
 	lastDigest, lastSQL string
 	lastResp            int64
+	// lastTexts are the texts of the open transaction's statements (the
+	// first maxTxnTexts/2): the tables they name are what its locks can be
+	// on, read only when a waiter needs them.
+	lastTexts []string
 	// running: a request sent whose response the wire has not yet seen
 	// is not known here (the wire hands on finished statements only);
 	// lastReq is the latest request start seen.
@@ -178,6 +182,10 @@ func (l *Ledger) LearnConn(conn string, connID uint64) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.learn(conn, connID)
+}
+
+func (l *Ledger) learn(conn string, connID uint64) {
 	c := l.conns[conn]
 	if c == nil || c.connID == connID {
 		return
@@ -231,11 +239,14 @@ func (l *Ledger) Wire(s *event.Statement) {
 				conn: c.conn, connID: c.connID, user: c.user, txn: true,
 				start: s.TxnStartUS, reqFirst: s.TReqFirst, reqLast: s.TReqLast, respFirst: respFirst(s),
 				idleBefore: s.TxnIdleBeforeUS, digest: c.lastDigest, sql: c.lastSQL,
-				tables: tablesOf(c.lastDigest),
+				texts: c.lastTexts,
 			}, l.opts.KeepUS)
 			done = l.endOpen(c, s.TxnEnd, s.TRespLast, done)
 		} else {
 			c.lastDigest, c.lastSQL = s.Digest, s.SQL
+			if len(c.lastTexts) < maxTxnTexts {
+				c.lastTexts = append(c.lastTexts, s.DigestText, s.SQL)
+			}
 			if s.TRespLast != 0 {
 				c.lastResp = s.TRespLast
 			}
@@ -247,7 +258,7 @@ func (l *Ledger) Wire(s *event.Statement) {
 		l.rel.add(release{
 			conn: c.conn, connID: c.connID, user: c.user, ddl: true,
 			start: s.TReqFirst, reqFirst: s.TReqFirst, reqLast: s.TReqLast, respFirst: respFirst(s),
-			digest: s.Digest, sql: s.SQL, tables: tablesOf(s.DigestText),
+			digest: s.Digest, sql: s.SQL, texts: []string{s.DigestText, s.SQL},
 		}, l.opts.KeepUS)
 	}
 	l.mu.Unlock()
@@ -261,8 +272,11 @@ func respFirst(s *event.Statement) int64 {
 	return s.TRespLast
 }
 
+// maxTxnTexts bounds the texts remembered of one open transaction.
+const maxTxnTexts = 32
+
 func (l *Ledger) begin(c *connState, s *event.Statement) *record {
-	c.lastDigest, c.lastSQL, c.lastResp = "", "", 0
+	c.lastDigest, c.lastSQL, c.lastResp, c.lastTexts = "", "", 0, nil
 	start := s.TxnStartUS
 	if start == 0 {
 		start = s.TReqFirst
@@ -278,7 +292,7 @@ func (l *Ledger) begin(c *connState, s *event.Statement) *record {
 func (l *Ledger) endOpen(c *connState, end event.TxnEnd, at int64, done []*event.Transaction) []*event.Transaction {
 	r := c.open
 	c.open = nil
-	c.lastDigest, c.lastSQL = "", ""
+	c.lastDigest, c.lastSQL, c.lastTexts = "", "", nil
 	r.ended = true
 	r.t.EndKind = end.String()
 	if at > r.t.End {
@@ -319,6 +333,9 @@ func (l *Ledger) emit(done []*event.Transaction) {
 // transaction's record is completed.
 func (l *Ledger) Finished(s *event.Statement) {
 	l.mu.Lock()
+	if s.ConnID != 0 && s.Conn != "" {
+		l.learn(s.Conn, s.ConnID) // the join names connections whose handshake the capture missed
+	}
 	if s.LockWait == nil {
 		l.attribute(s)
 	}

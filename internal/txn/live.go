@@ -95,10 +95,13 @@ func (l *Ledger) liveBlocker(id uint64, idle bool, query, kind string, atUS int6
 			b.IdleUS = max(0, atUS-c.lastResp)
 		}
 	}
-	// The transaction may have ended by the time the waiter finished: the
-	// release that ended it names what it held.
-	if r := l.releaseOf(id, atUS, atUS+l.opts.KeepUS); r != nil && b.Digest == "" {
-		b.Digest, b.SQL = r.digest, r.sql
+	// The transaction has usually ended by the time the waiter finished:
+	// the release that ended it names what it held, and how long its
+	// application sat idle before letting it go.
+	if r := l.releaseOf(id, atUS, atUS+l.opts.KeepUS); r != nil {
+		if b.Digest == "" && b.SQL == "" {
+			b.Digest, b.SQL = r.digest, r.sql
+		}
 		if idle && r.txn {
 			b.IdleUS = max(b.IdleUS, r.idleBefore)
 		}

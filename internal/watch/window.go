@@ -40,6 +40,11 @@ type windowStmt struct {
 	err        *event.Error
 	notes      []string
 	poolGroup  *int
+	// txn and lock place it in its transaction and name its lock wait
+	// (the diagnosis's LOCK_WAIT and the labs read them); the lock wait
+	// is never changed once set, so it is shared.
+	txn  event.TxnInfo
+	lock *event.LockWait
 
 	retransmits int32
 	joined      bool
@@ -53,7 +58,7 @@ func toWindow(s *event.Statement) windowStmt {
 		conn: s.Conn, user: s.User, db: s.DB, cmd: s.Cmd, sql: s.SQL, digest: s.Digest, digestText: s.DigestText,
 		joinSource: s.JoinSource, connID: s.ConnID, tReqFirst: s.TReqFirst, tRespLast: s.TRespLast,
 		parts: s.Parts, serverUS: s.ServerUS, rows: s.Rows, reqBytes: s.ReqBytes, respBytes: s.RespBytes,
-		zeroWindow: s.ZeroWindowUS, err: s.Error, notes: s.Notes, poolGroup: s.PoolGroup,
+		zeroWindow: s.ZeroWindowUS, err: s.Error, notes: s.Notes, poolGroup: s.PoolGroup, txn: s.TxnInfo, lock: s.LockWait,
 		retransmits: int32(min(s.Retransmits, 1<<31-1)), joined: s.Joined, outlier: s.Outlier, why: s.Why, known: s.Known,
 	}
 }
@@ -63,7 +68,7 @@ func (w *windowStmt) statement() event.Statement {
 		Conn: w.conn, User: w.user, DB: w.db, Cmd: w.cmd, SQL: w.sql, Digest: w.digest, DigestText: w.digestText,
 		JoinSource: w.joinSource, ConnID: w.connID, TReqFirst: w.tReqFirst, TRespLast: w.tRespLast,
 		Parts: w.parts, ServerUS: w.serverUS, Rows: w.rows, ReqBytes: w.reqBytes, RespBytes: w.respBytes,
-		ZeroWindowUS: w.zeroWindow, Error: w.err, Notes: w.notes, PoolGroup: w.poolGroup,
+		ZeroWindowUS: w.zeroWindow, Error: w.err, Notes: w.notes, PoolGroup: w.poolGroup, TxnInfo: w.txn, LockWait: w.lock,
 		Retransmits: int(w.retransmits), Joined: w.joined, Outlier: w.outlier, Why: w.why, Known: w.known,
 	}
 }
