@@ -30,6 +30,16 @@ type PoolGroup struct {
 // a rule with nothing to look at stays silent.
 type Window struct {
 	Statements []event.Statement
+	// Transactions are the transactions of the window's connections as the
+	// wire saw them (status flags of the responses), each once, finished or
+	// still open at the window's end; IDLE_IN_TRANSACTION ranks where the
+	// applications held them open. Nil when not gathered: the rule is then
+	// silent.
+	Transactions []event.Transaction
+	// TxnSeen is how many transactions the window stands for when
+	// Transactions holds only those the rules need (WireWindow keeps the
+	// ones held open); 0 means len(Transactions).
+	TxnSeen int64
 	// Vars holds global variables by lower-case name.
 	Vars map[string]string
 	// Status holds global status; names are matched case-insensitively.
@@ -80,10 +90,17 @@ type Limits struct {
 	StallUS int64
 	// Share is the fraction of time a part must hold to dominate. Default 0.5.
 	Share float64
+	// LockWaitUS: the window's lock waits must add up to this for
+	// LOCK_WAIT to fire. Default 100 ms.
+	LockWaitUS int64
+	// TxnIdleUS: a transaction whose longest gap between a response and
+	// its application's next request reaches this counts as held open
+	// (IDLE_IN_TRANSACTION). Default 100 ms.
+	TxnIdleUS int64
 }
 
 // DefaultLimits are used for every zero field of Window.Limits.
-var DefaultLimits = Limits{SlowUS: 100_000, QueueUS: 10_000, StallUS: 10_000, Share: 0.5}
+var DefaultLimits = Limits{SlowUS: 100_000, QueueUS: 10_000, StallUS: 10_000, Share: 0.5, LockWaitUS: 100_000, TxnIdleUS: 100_000}
 
 func (w *Window) limits() Limits {
 	l, d := w.Limits, DefaultLimits
@@ -91,6 +108,8 @@ func (w *Window) limits() Limits {
 	l.QueueUS = cmp.Or(l.QueueUS, d.QueueUS)
 	l.StallUS = cmp.Or(l.StallUS, d.StallUS)
 	l.Share = cmp.Or(l.Share, d.Share)
+	l.LockWaitUS = cmp.Or(l.LockWaitUS, d.LockWaitUS)
+	l.TxnIdleUS = cmp.Or(l.TxnIdleUS, d.TxnIdleUS)
 	return l
 }
 
@@ -101,13 +120,16 @@ type Rule struct {
 	Check func(w *Window) []event.Finding
 }
 
-// StatementRules are the rules over statements. POOL_QUEUE and SERVER_EXEC
-// need the server's split and look at joined statements only; the others
-// also judge what the wire alone shows (WireRules).
+// StatementRules are the rules over statements (and their transactions).
+// POOL_QUEUE and SERVER_EXEC need the server's split and look at joined
+// statements only; the others also judge what the wire alone shows
+// (WireRules).
 func StatementRules() []Rule {
 	return []Rule{
 		{CodePoolQueue, checkPoolQueue},
 		{CodeClientBackpressure, checkClientBackpressure},
+		{CodeLockWait, checkLockWait},
+		{CodeIdleInTransaction, checkIdleInTransaction},
 		{CodeServerExec, checkServerExec},
 		{CodeNetwork, checkNetwork},
 		{CodeErrors, errorsRule},
@@ -197,6 +219,8 @@ func Run(w *Window, rules ...Rule) []event.Finding {
 const (
 	CodePoolQueue           = "POOL_QUEUE"
 	CodeClientBackpressure  = "CLIENT_BACKPRESSURE"
+	CodeLockWait            = "LOCK_WAIT"
+	CodeIdleInTransaction   = "IDLE_IN_TRANSACTION"
 	CodeServerExec          = "SERVER_EXEC"
 	CodeNetwork             = "NETWORK"
 	CodeErrors              = "ERRORS"

@@ -66,7 +66,7 @@ func TestRegistryCodesAreUnique(t *testing.T) {
 		}
 		seen[r.Code] = true
 	}
-	want := []string{CodePoolQueue, CodeClientBackpressure, CodeServerExec, CodeNetwork, CodeErrors,
+	want := []string{CodePoolQueue, CodeClientBackpressure, CodeLockWait, CodeIdleInTransaction, CodeServerExec, CodeNetwork, CodeErrors,
 		CodePerformanceSchemaOff, CodeMissingConsumers, CodeConcurrencyCap, CodePoolSizing, CodeInstrumentationCost,
 		CodeTransientStats, CodeExcessGrants, CodeStageHistoryOff, CodeWaitHistoryOff, CodeInstrumentsOff,
 		CodeWaitTimerCycle, CodeThreadPoolOff, CodeThreadPoolTablesMissing, CodeThreadPoolTablesUnreadable,
@@ -105,9 +105,26 @@ func TestRulesSurviveOddInput(t *testing.T) {
 			if r.IntN(2) == 0 {
 				s.PoolGroup = &g
 			}
+			if r.IntN(3) == 0 {
+				s.LockWait = &event.LockWait{LockWaitUS: pick()}
+				if r.IntN(2) == 0 {
+					b := &event.Blocker{ConnID: uint64(r.IntN(3)), Kind: []string{"", event.LockRow, event.LockMetadata, "x"}[r.IntN(4)],
+						State: []string{"", event.BlockerIdleInTxn, event.BlockerRunning}[r.IntN(3)], HeldUS: pick(), IdleUS: pick(),
+						Confidence: []string{"", event.ConfidenceLow, event.ConfidenceCertain}[r.IntN(3)]}
+					if r.IntN(2) == 0 {
+						b.Root = &event.Blocker{ConnID: 9, Confidence: "?"}
+					}
+					s.BlockedBy = b
+				}
+			}
 			stmts = append(stmts, s)
 		}
-		w := &Window{Statements: stmts, Cores: r.IntN(3) - 1, Flavor: []string{"", "mysql", "mariadb", "x"}[r.IntN(4)],
+		var txns []event.Transaction
+		for range r.IntN(4) {
+			txns = append(txns, event.Transaction{Conn: "c", InAppUS: pick(), MaxIdleUS: pick(), OpenUS: pick(), ServerUS: pick(),
+				Blocked: int(pick() % 7), Tags: map[string]string{"route": "/x"}})
+		}
+		w := &Window{Statements: stmts, Transactions: txns, Cores: r.IntN(3) - 1, Flavor: []string{"", "mysql", "mariadb", "x"}[r.IntN(4)],
 			Vars: map[string]string{"thread_handling": "pool-of-threads", "thread_pool_size": []string{"0", "-3", "x", "2"}[r.IntN(4)],
 				"thread_pool_oversubscribe": "-1", "innodb_thread_concurrency": "nan", "max_connections": "0", "optimizer_trace": ""},
 			Status:      map[string]string{"threads_running": "-5", "Max_used_connections": "1e9"},

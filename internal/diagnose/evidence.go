@@ -26,6 +26,9 @@ type Example struct {
 	event.Parts
 	ServerUS  int64 `json:"server_us,omitempty"`
 	RespBytes int64 `json:"resp_bytes"`
+	// LockWaitUS is the part of exec_us the statement waited for a lock,
+	// when known.
+	LockWaitUS int64 `json:"lock_wait_us,omitempty"`
 }
 
 func exampleOf(s *event.Statement) Example {
@@ -36,7 +39,7 @@ func exampleOf(s *event.Statement) Example {
 	return Example{
 		Conn: s.Conn, ConnID: s.ConnID, PoolGroup: s.PoolGroup, SQL: sql, Digest: s.Digest,
 		TReqFirst: s.TReqFirst, Parts: s.Parts, ServerUS: s.ServerUS,
-		RespBytes: s.RespBytes,
+		RespBytes: s.RespBytes, LockWaitUS: s.LockWaitTime(),
 	}
 }
 

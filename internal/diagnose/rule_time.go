@@ -37,30 +37,66 @@ func slowMatters(slow []*event.Statement, all int) bool {
 // minSlowShare is the share of statements that must be slow.
 const minSlowShare = 0.01
 
+// ownExec is the part of s's execution the server spent working: exec_us
+// without the lock wait known inside it.
+func ownExec(s *event.Statement) int64 {
+	return s.ExecUS - min(max(s.LockWaitTime(), 0), max(s.ExecUS, 0))
+}
+
+// mostlyLockWait: at least shareLimit of s's execution was waiting for a
+// lock. Such a statement is LOCK_WAIT's to explain: an index or a plan
+// would not make it faster.
+func mostlyLockWait(s *event.Statement, shareLimit float64) bool {
+	return s.LockWaitTime() > 0 && share(s.LockWaitTime(), s.ExecUS) >= shareLimit
+}
+
 // checkServerExec fires when slow statements spent most of their time
-// executing: the cause is inside the server (plan, locks, I/O), not the
-// network, the pool or the client.
+// executing: the cause is inside the server (plan, I/O), not the network,
+// the pool or the client. Known lock waits are not the server's own work:
+// a slow statement that mostly waited for a lock is left to LOCK_WAIT, and
+// the lock wait of the others does not count as execution.
 func checkServerExec(w *Window) []event.Finding {
-	slow, sum := slowParts(w)
-	if !slowMatters(slow, len(joined(w))) || share(sum.Exec, sum.Client) < w.limits().Share {
+	l := w.limits()
+	all, _ := slowParts(w)
+	var slow []*event.Statement
+	var sum parts
+	var lockUS int64
+	left := 0
+	for _, s := range all {
+		if mostlyLockWait(s, l.Share) {
+			left++
+			continue
+		}
+		slow = append(slow, s)
+		sum.add(s)
+		lockUS += s.ExecUS - ownExec(s)
+	}
+	work := sum.Exec - lockUS
+	if !slowMatters(slow, len(joined(w))) || share(work, sum.Client) < l.Share {
 		return nil
 	}
-	exec := func(s *event.Statement) int64 { return s.ExecUS }
 	f := event.Finding{
 		Code:     CodeServerExec,
 		Severity: event.SeverityWarning,
 		Summary: fmt.Sprintf("%d slow statement(s) spent %s executing, %s of their %s at the client; the server's own work dominates",
-			len(slow), dur(sum.Exec), pct(share(sum.Exec, sum.Client)), dur(sum.Client)),
+			len(slow), dur(work), pct(share(work, sum.Client)), dur(sum.Client)),
 		Evidence: map[string]any{
 			"slow_statements": len(slow),
 			"exec_us":         sum.Exec,
 			"client_us":       sum.Client,
-			"exec_share":      round3(share(sum.Exec, sum.Client)),
+			"exec_share":      round3(share(work, sum.Client)),
 			"rows":            sum.Rows,
-			"digests":         digestTallies(slow, exec),
-			"examples":        topExamples(slow, exec),
+			"digests":         digestTallies(slow, ownExec),
+			"examples":        topExamples(slow, ownExec),
 		},
-		Fix: "look at the plans of the digests in the evidence while they run (SHOW EXPLAIN FOR <conn_id> on MariaDB, EXPLAIN FOR CONNECTION on MySQL, or gapscope plans) and add the missing index or refresh statistics (ANALYZE TABLE); check lock waits in performance_schema.events_waits_history for those threads",
+		Fix: "look at the plans of the digests in the evidence while they run (SHOW EXPLAIN FOR <conn_id> on MariaDB, EXPLAIN FOR CONNECTION on MySQL, or gapscope plans) and add the missing index or refresh statistics (ANALYZE TABLE); lock waits gapscope saw are not counted here (LOCK_WAIT), others show in performance_schema.events_waits_history for those threads",
+	}
+	if lockUS > 0 {
+		f.Evidence["lock_wait_us"] = lockUS
+		f.Summary += fmt.Sprintf(" (%s of lock wait left out)", dur(lockUS))
+	}
+	if left > 0 {
+		f.Evidence["left_to_lock_wait"] = left
 	}
 	if sum.RowsUnknown > 0 { // rows is then the others' sum
 		f.Evidence["rows_unknown"] = sum.RowsUnknown

@@ -16,6 +16,8 @@ import (
 func WireRules() []Rule {
 	return []Rule{
 		{CodeClientBackpressure, checkClientBackpressure},
+		{CodeLockWait, checkLockWait},
+		{CodeIdleInTransaction, checkIdleInTransaction},
 		{CodeNetwork, checkNetwork},
 		{CodeErrors, errorsRule},
 	}
@@ -230,8 +232,10 @@ func errorTallies(failed []*event.Statement) []errorTally {
 
 // WireWindow gathers, statement by statement, what the wire rules need from
 // a stream too long to keep whole (a capture of any size): every statement
-// with an error, a closed receive window or a retransmission, and how many
-// statements were answered in all. Nothing the rules look at is dropped.
+// with an error, a closed receive window, a retransmission or a lock wait,
+// every transaction held open (AddTransaction), and how many statements
+// and transactions there were in all. Nothing the rules look at is
+// dropped.
 type WireWindow struct{ w Window }
 
 // Add counts s and keeps a copy when a wire rule may cite it.
@@ -240,10 +244,19 @@ func (c *WireWindow) Add(s *event.Statement) {
 		return // COM_QUIT and friends: nothing answered, nothing to judge
 	}
 	c.w.Seen++
-	if s.Error != nil || s.ZeroWindowUS > 0 || s.Retransmits > 0 {
+	if s.Error != nil || s.ZeroWindowUS > 0 || s.Retransmits > 0 || s.LockWaitTime() > 0 {
 		kept := *s
 		kept.ZeroWindows = nil // the rules use the sum
 		c.w.Statements = append(c.w.Statements, kept)
+	}
+}
+
+// AddTransaction counts t and keeps a copy when its application held it
+// open long enough for IDLE_IN_TRANSACTION to cite it.
+func (c *WireWindow) AddTransaction(t *event.Transaction) {
+	c.w.TxnSeen++
+	if t.MaxIdleUS >= c.w.limits().TxnIdleUS {
+		c.w.Transactions = append(c.w.Transactions, *t)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,12 +84,17 @@ type OTel struct {
 	tracer trace.Tracer
 	dur    metric.Float64Histogram
 	phase  metric.Float64Histogram
+	lock   metric.Float64Histogram // lock waits, by gapscope.lock.kind
+	idle   metric.Float64Histogram // transactions' time in the application
 	prop   propagation.TraceContext
 	flavor atomic.Value // db.system.name learnt from the snapshots
 
 	mu    sync.Mutex // the attribute-set cache
 	sets  map[metricKey]metric.MeasurementOption
 	phSet map[phaseKey]metric.MeasurementOption
+	// kvSet caches the attribute sets of the lock and transaction
+	// histograms: one per lock kind and per transaction end.
+	kvSet map[attribute.KeyValue]metric.MeasurementOption
 }
 
 // metricKey keys the duration's attribute sets by digest: a digest has
@@ -103,6 +109,9 @@ type phaseKey struct {
 // boundaries for db.client.operation.duration.
 var durationBoundaries = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
 
+// idleBoundaries are the transaction idle histogram's, 1 ms to 60 s.
+var idleBoundaries = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60}
+
 // NewOTel starts the OTLP exporters.
 func NewOTel(ctx context.Context, opts OTelOptions) (*OTel, error) {
 	if opts.MetricInterval <= 0 {
@@ -113,7 +122,7 @@ func NewOTel(ctx context.Context, opts OTelOptions) (*OTel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opentelemetry resource: %w", err)
 	}
-	o := &OTel{opts: opts, sets: map[metricKey]metric.MeasurementOption{}, phSet: map[phaseKey]metric.MeasurementOption{}}
+	o := newOTel(opts)
 	base := strings.TrimRight(opts.Endpoint, "/")
 	if os.Getenv("OTEL_TRACES_EXPORTER") != "none" {
 		if err := o.startTraces(ctx, res, base); err != nil {
@@ -127,6 +136,11 @@ func NewOTel(ctx context.Context, opts OTelOptions) (*OTel, error) {
 		}
 	}
 	return o, nil
+}
+
+func newOTel(opts OTelOptions) *OTel {
+	return &OTel{opts: opts, sets: map[metricKey]metric.MeasurementOption{}, phSet: map[phaseKey]metric.MeasurementOption{},
+		kvSet: map[attribute.KeyValue]metric.MeasurementOption{}}
 }
 
 // startTraces sends spans in batches (the SDK drops them when its queue
@@ -175,9 +189,19 @@ func (o *OTel) startMeter(reader sdkmetric.Reader, res *resource.Resource) error
 		metric.WithExplicitBucketBoundaries(durationBoundaries...)); err != nil {
 		return err
 	}
-	o.phase, err = meter.Float64Histogram("gapscope.statement.phase.duration", metric.WithUnit("s"),
+	if o.phase, err = meter.Float64Histogram("gapscope.statement.phase.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time joined statements spent in each part of their client time (gapscope.phase); a statement counts in the parts it spent time in."),
-		metric.WithExplicitBucketBoundaries(durationBoundaries...))
+		metric.WithExplicitBucketBoundaries(durationBoundaries...)); err != nil {
+		return err
+	}
+	if o.lock, err = meter.Float64Histogram("gapscope.lock.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time statements waited for a lock another connection held (part of their exec time), by gapscope.lock.kind."),
+		metric.WithExplicitBucketBoundaries(idleBoundaries...)); err != nil {
+		return err
+	}
+	o.idle, err = meter.Float64Histogram("gapscope.transaction.idle.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time each finished transaction sat open in its application between a response and the next request, by gapscope.transaction.end."),
+		metric.WithExplicitBucketBoundaries(idleBoundaries...))
 	return err
 }
 
@@ -228,9 +252,38 @@ func (o *OTel) sampled(s *event.Statement) bool {
 	return o.opts.TraceRatio > 0 && rand.Float64() < o.opts.TraceRatio
 }
 
+// Transaction records t's time in the application (watch calls it for
+// each transaction when it ends, or is still open at a connection's close
+// or the run's end).
+func (o *OTel) Transaction(t *event.Transaction) {
+	if o.mp == nil {
+		return
+	}
+	end := t.EndKind
+	if !slices.Contains(TxnEnds[:], end) {
+		end = "unknown"
+	}
+	o.idle.Record(context.Background(), float64(max(t.InAppUS, 0))/1e6, o.kvSetOf(attribute.String("gapscope.transaction.end", end)))
+}
+
+// kvSetOf is the attribute set of db.system.name and kv, built once.
+func (o *OTel) kvSetOf(kv attribute.KeyValue) metric.MeasurementOption {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if set, ok := o.kvSet[kv]; ok {
+		return set
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(attribute.String("db.system.name", o.system()), kv))
+	o.kvSet[kv] = set
+	return set
+}
+
 func (o *OTel) record(s *event.Statement) {
 	ctx := context.Background()
 	o.dur.Record(ctx, float64(s.ClientUS)/1e6, o.durationSet(s))
+	if lw := s.LockWaitTime(); lw > 0 {
+		o.lock.Record(ctx, float64(lw)/1e6, o.kvSetOf(attribute.String("gapscope.lock.kind", LockKind(s))))
+	}
 	if !s.Joined {
 		return
 	}
@@ -357,13 +410,80 @@ func (o *OTel) span(s *event.Statement) {
 				continue
 			}
 			next := at.Add(time.Duration(us) * time.Microsecond)
-			_, child := o.tracer.Start(ctx, Phases[i], trace.WithTimestamp(at),
+			cctx, child := o.tracer.Start(ctx, Phases[i], trace.WithTimestamp(at),
 				trace.WithAttributes(attribute.String("gapscope.phase", Phases[i])))
+			if Phases[i] == "exec" {
+				o.lockSpan(cctx, s, at, us)
+			}
 			child.End(trace.WithTimestamp(next))
 			at = next
 		}
 	}
 	sp.End(trace.WithTimestamp(end))
+}
+
+// LockWaitSpan is the name of the span of a statement's lock wait, a
+// child of its exec span.
+const LockWaitSpan = "lock_wait"
+
+// lockSpan sends s's lock wait, if any, as a child of its exec span, which
+// starts at execStart and lasts execUS: laid at the start of exec (a
+// statement waits for its lock before it can read or change the rows; the
+// length is known, the position is not), never longer than exec.
+func (o *OTel) lockSpan(ctx context.Context, s *event.Statement, execStart time.Time, execUS int64) {
+	lw := min(s.LockWaitTime(), execUS)
+	if lw <= 0 {
+		return
+	}
+	_, sp := o.tracer.Start(ctx, LockWaitSpan, trace.WithTimestamp(execStart), trace.WithAttributes(LockAttrs(s)...))
+	sp.End(trace.WithTimestamp(execStart.Add(time.Duration(lw) * time.Microsecond)))
+}
+
+// LockAttrs are the attributes of s's lock wait: its kind and length
+// first, then the blocker gapscope attributed it to with how sure that is,
+// and the head of the blocker's chain when it is another. Statement text
+// is the blocker's redacted text, as every statement's.
+func LockAttrs(s *event.Statement) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String("gapscope.lock.kind", LockKind(s)),
+		attribute.Int64("gapscope.lock.wait_us", s.LockWaitTime()),
+	}
+	b := s.BlockedBy
+	if b == nil {
+		return attrs
+	}
+	attrs = append(attrs, blockerAttrs("gapscope.lock.blocker.", b)...)
+	if r := b.RootOrSelf(); r != b {
+		attrs = append(attrs, blockerAttrs("gapscope.lock.blocker.root.", r)...)
+	}
+	return attrs
+}
+
+// blockerAttrs are one blocker's attributes under prefix; empty fields are
+// left out.
+func blockerAttrs(prefix string, b *event.Blocker) []attribute.KeyValue {
+	var attrs []attribute.KeyValue
+	str := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, attribute.String(prefix+k, v))
+		}
+	}
+	num := func(k string, v int64) {
+		if v > 0 {
+			attrs = append(attrs, attribute.Int64(prefix+k, v))
+		}
+	}
+	str("conn", b.Conn)
+	num("conn_id", int64(b.ConnID))
+	str("user", b.User)
+	str("state", b.State)
+	str("digest", b.Digest)
+	str("sql", b.SQL)
+	num("held_us", b.HeldUS)
+	num("idle_us", b.IdleUS)
+	str("source", b.Source)
+	str("confidence", b.Confidence)
+	return attrs
 }
 
 func (o *OTel) spanAttrs(s *event.Statement) []attribute.KeyValue {
@@ -394,6 +514,13 @@ func (o *OTel) spanAttrs(s *event.Statement) []attribute.KeyValue {
 		for i, us := range PhaseUS(s) {
 			attrs = append(attrs, attribute.Int64("gapscope."+Phases[i]+"_us", us))
 		}
+	}
+	if s.LockWaitTime() > 0 {
+		lock := LockAttrs(s)
+		if s.Joined {
+			lock = lock[:2] // kind and wait; the blocker is on the lock wait span under exec
+		}
+		attrs = append(attrs, lock...)
 	}
 	return attrs
 }

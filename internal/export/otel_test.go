@@ -8,7 +8,6 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/watch"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -23,7 +22,7 @@ func testOTel(t *testing.T, opts OTelOptions) (*OTel, *tracetest.InMemoryExporte
 	t.Helper()
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
-	o := &OTel{opts: opts, sets: map[metricKey]metric.MeasurementOption{}, phSet: map[phaseKey]metric.MeasurementOption{}}
+	o := newOTel(opts)
 	o.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	o.tracer = o.tp.Tracer("test")
 	if err := o.startMeter(reader, resource.Empty()); err != nil {
@@ -135,5 +134,139 @@ func TestOTelMetrics(t *testing.T) {
 	}
 	if counts["db.client.operation.duration"] != 2 || counts["gapscope.statement.phase.duration"] != 3 {
 		t.Errorf("histogram counts %v: want 2 durations and the joined statement's 3 non-zero phases", counts)
+	}
+}
+
+// lockedStmt is joinedStmt whose 3 ms of exec held lockUS of waiting for
+// a metadata lock: an ALTER waiting for an idle transaction held it.
+func lockedStmt(lockUS int64) *event.Statement {
+	s := joinedStmt()
+	s.LockWait = &event.LockWait{LockWaitUS: lockUS, BlockedBy: &event.Blocker{
+		Conn: "10.0.0.3:47000>10.0.0.2:3306", ConnID: 90, User: "dba", Kind: event.LockMetadata, State: event.BlockerRunning,
+		Digest: "d-alter", SQL: "ALTER TABLE orders ADD COLUMN note TEXT", Source: "performance_schema.metadata_locks",
+		Confidence: event.ConfidenceCertain,
+		Root: &event.Blocker{Conn: "10.0.0.7:45000>10.0.0.2:3306", ConnID: 77, Kind: event.LockMetadata, State: event.BlockerIdleInTxn,
+			SQL: "UPDATE orders SET status = ? WHERE id = ?", HeldUS: 9_000_000, IdleUS: 8_000_000, Source: event.LockSourceWire, Confidence: event.ConfidenceLow},
+	}}
+	return s
+}
+
+func spanAttrs(s tracetest.SpanStub) attribute.Set { return attribute.NewSet(s.Attributes...) }
+
+func TestOTelLockWaitSpan(t *testing.T) {
+	o, spans, _ := testOTel(t, OTelOptions{})
+	o.Statement(lockedStmt(2_000))
+	names := map[string]tracetest.SpanStub{}
+	for _, s := range spans.GetSpans() {
+		names[s.Name] = s
+	}
+	if len(names) != 5 {
+		t.Fatalf("spans %v: want the statement, queue, exec, delivery and the lock wait", names)
+	}
+	exec, lock, stmt := names["exec"], names[LockWaitSpan], names["SELECT orders"]
+	if lock.Parent.SpanID() != exec.SpanContext.SpanID() || lock.SpanContext.TraceID() != stmt.SpanContext.TraceID() {
+		t.Fatalf("lock wait span's parent %s, want the exec span %s", lock.Parent.SpanID(), exec.SpanContext.SpanID())
+	}
+	if lock.StartTime != exec.StartTime || lock.EndTime.Sub(lock.StartTime) != 2*time.Millisecond {
+		t.Errorf("lock wait span %v..%v, want the first 2 ms of exec %v..%v", lock.StartTime, lock.EndTime, exec.StartTime, exec.EndTime)
+	}
+	attrs := spanAttrs(lock)
+	for k, want := range map[string]string{
+		"gapscope.lock.kind": "metadata", "gapscope.lock.wait_us": "2000",
+		"gapscope.lock.blocker.conn": "10.0.0.3:47000>10.0.0.2:3306", "gapscope.lock.blocker.conn_id": "90",
+		"gapscope.lock.blocker.user": "dba", "gapscope.lock.blocker.state": "running", "gapscope.lock.blocker.digest": "d-alter",
+		"gapscope.lock.blocker.sql": "ALTER TABLE orders ADD COLUMN note TEXT", "gapscope.lock.blocker.confidence": "certain",
+		"gapscope.lock.blocker.source":    "performance_schema.metadata_locks",
+		"gapscope.lock.blocker.root.conn": "10.0.0.7:45000>10.0.0.2:3306", "gapscope.lock.blocker.root.conn_id": "77",
+		"gapscope.lock.blocker.root.state": "idle_in_transaction", "gapscope.lock.blocker.root.confidence": "low",
+		"gapscope.lock.blocker.root.held_us": "9000000", "gapscope.lock.blocker.root.idle_us": "8000000",
+	} {
+		if v, ok := attrs.Value(attribute.Key(k)); !ok || v.Emit() != want {
+			t.Errorf("lock wait span %s = %q (set %v), want %q", k, v.Emit(), ok, want)
+		}
+	}
+	if _, ok := attrs.Value("gapscope.lock.blocker.held_us"); ok {
+		t.Error("a zero held_us is left out")
+	}
+	st := spanAttrs(stmt)
+	if v, _ := st.Value("gapscope.lock.wait_us"); v.AsInt64() != 2000 {
+		t.Errorf("statement span's gapscope.lock.wait_us = %v", v.Emit())
+	}
+	if _, ok := st.Value("gapscope.lock.blocker.conn"); ok {
+		t.Error("a joined statement's blocker belongs on its lock wait span")
+	}
+}
+
+// A lock wait longer than exec (inconsistent input) is cut to exec; an
+// unjoined statement has no exec span, so its statement span carries the
+// blocker.
+func TestOTelLockWaitClampedAndUnjoined(t *testing.T) {
+	o, spans, _ := testOTel(t, OTelOptions{})
+	o.Statement(lockedStmt(9_000))
+	for _, s := range spans.GetSpans() {
+		if s.Name == LockWaitSpan && s.EndTime.Sub(s.StartTime) != 3*time.Millisecond {
+			t.Errorf("lock wait span lasts %v, want exec's 3 ms", s.EndTime.Sub(s.StartTime))
+		}
+	}
+	spans.Reset()
+	s := lockedStmt(2_000)
+	s.Joined = false
+	o.Statement(s)
+	got := spans.GetSpans()
+	if len(got) != 1 {
+		t.Fatalf("unjoined statement: %d spans, want 1", len(got))
+	}
+	attrs := spanAttrs(got[0])
+	if v, _ := attrs.Value("gapscope.lock.blocker.root.conn_id"); v.AsInt64() != 77 {
+		t.Errorf("unjoined statement span lacks the blocker: %v", got[0].Attributes)
+	}
+}
+
+func TestOTelLockAndTransactionMetrics(t *testing.T) {
+	o, _, reader := testOTel(t, OTelOptions{})
+	o.Statement(lockedStmt(2_000))
+	o.Statement(lockedStmt(1_000))
+	o.Statement(joinedStmt())
+	for _, tx := range []event.Transaction{{EndKind: "commit", InAppUS: 3_000}, {EndKind: "commit", InAppUS: 2_000_000}, {EndKind: "bogus", InAppUS: 1}} {
+		o.Transaction(&tx)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	type point struct {
+		count uint64
+		sum   float64
+	}
+	got := map[string]point{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h := m.Data.(metricdata.Histogram[float64])
+			for _, dp := range h.DataPoints {
+				var attr string
+				for _, k := range []attribute.Key{"gapscope.lock.kind", "gapscope.transaction.end"} {
+					if v, ok := dp.Attributes.Value(k); ok {
+						attr = v.Emit()
+					}
+				}
+				if sys, _ := dp.Attributes.Value("db.system.name"); sys.Emit() != "mariadb" {
+					t.Errorf("%s: db.system.name %q", m.Name, sys.Emit())
+				}
+				if attr != "" && len(dp.Bounds) != len(idleBoundaries) {
+					t.Errorf("%s bounds %v", m.Name, dp.Bounds)
+				}
+				got[m.Name+"/"+attr] = point{dp.Count, dp.Sum}
+			}
+		}
+	}
+	want := map[string]point{
+		"gapscope.lock.wait.duration/metadata":       {2, 0.003},
+		"gapscope.transaction.idle.duration/commit":  {2, 2.003},
+		"gapscope.transaction.idle.duration/unknown": {1, 1e-6},
+	}
+	for k, w := range want {
+		if g := got[k]; g.count != w.count || g.sum-w.sum > 1e-12 || w.sum-g.sum > 1e-12 {
+			t.Errorf("%s = %+v, want %+v", k, g, w)
+		}
 	}
 }

@@ -31,6 +31,38 @@ const DefaultTopDigests = 100
 // past 10 s the exact time matters less than that it is that slow.
 var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
+// idleBuckets are the buckets of the transactions' time in the
+// application, 1 ms to 60 s: a healthy application sends its next
+// statement within milliseconds, one that works or waits on something else
+// inside its transaction takes seconds, and past a minute what matters is
+// that it is that long.
+var idleBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// LockKinds are the lock kinds of gapscope_lock_wait_seconds_total, whose
+// series exist from the start; a lock wait of another or no known kind
+// counts under LockKindUnknown.
+var LockKinds = [3]string{event.LockRow, event.LockMetadata, event.LockTable}
+
+// LockKindUnknown is the kind label of a lock wait whose kind is unknown.
+const LockKindUnknown = "unknown"
+
+// TxnEnds are the end labels of gapscope_transactions_total, whose series
+// exist from the start; another value counts under "unknown".
+var TxnEnds = [4]string{event.TxnEndCommit.String(), event.TxnEndRollback.String(), event.TxnEndImplicit.String(), event.TxnEndOpen.String()}
+
+// LockKind is the kind label of s's lock wait: one of LockKinds, else
+// LockKindUnknown.
+func LockKind(s *event.Statement) string {
+	if s.LockWait != nil && s.BlockedBy != nil {
+		for _, k := range LockKinds {
+			if s.BlockedBy.Kind == k {
+				return k
+			}
+		}
+	}
+	return LockKindUnknown
+}
+
 // Phases names the five parts of a statement's client time, in the order
 // they happen, as metric labels and span names.
 var Phases = [5]string{"request", "queue", "exec", "send_stall", "delivery"}
@@ -54,6 +86,15 @@ type Prometheus struct {
 	findings *prometheus.CounterVec
 	active   *prometheus.GaugeVec
 	health   *healthCollector
+	// lockWait and lockWaits count lock wait by kind (LockKinds, then
+	// LockKindUnknown); txnIdle and txns the finished transactions.
+	lockWait  *prometheus.CounterVec
+	lockWaits *prometheus.CounterVec
+	lockSec   [len(LockKinds)]prometheus.Counter
+	lockN     [len(LockKinds)]prometheus.Counter
+	txnIdle   prometheus.Histogram
+	txns      *prometheus.CounterVec
+	txnEnd    [len(TxnEnds)]prometheus.Counter
 
 	mu      sync.Mutex
 	top     int
@@ -132,8 +173,42 @@ func NewPrometheus(topDigests int) *Prometheus {
 	p.health = &healthCollector{}
 	p.other = p.newDigest(OtherDigest)
 	p.other.top = true
-	p.reg.MustRegister(p.duration, p.phase, p.joined, p.info, p.findings, p.active, p.health)
+	p.newTxnMetrics()
+	p.reg.MustRegister(p.duration, p.phase, p.joined, p.info, p.findings, p.active, p.health,
+		p.lockWait, p.lockWaits, p.txnIdle, p.txns)
 	return p
+}
+
+// newTxnMetrics creates the lock wait and transaction metrics, with a
+// zero series for every known kind and end from the start (a rate over a
+// series that appears only at its first event misses that event).
+func (p *Prometheus) newTxnMetrics() {
+	p.lockWait = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gapscope_lock_wait_seconds_total",
+		Help: "Seconds statements spent waiting for a lock another connection held (part of their exec time), by lock kind (row, metadata, table; unknown without a known blocker).",
+	}, []string{"kind"})
+	p.lockWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gapscope_lock_waits_total",
+		Help: "Statements that waited for a lock another connection held, by lock kind (divide gapscope_lock_wait_seconds_total's rate by its rate for the mean wait).",
+	}, []string{"kind"})
+	for i, k := range LockKinds {
+		p.lockSec[i], p.lockN[i] = p.lockWait.WithLabelValues(k), p.lockWaits.WithLabelValues(k)
+	}
+	p.txnIdle = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:                            "gapscope_transaction_idle_seconds",
+		Help:                            "Time each finished transaction sat open in its application: the sum of the gaps between a response and the application's next request inside it.",
+		Buckets:                         idleBuckets,
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  160,
+		NativeHistogramMinResetDuration: time.Hour,
+	})
+	p.txns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gapscope_transactions_total",
+		Help: "Finished transactions, by how they ended (commit, rollback, implicit, open: still open when the connection closed or watch stopped).",
+	}, []string{"end"})
+	for i, e := range TxnEnds {
+		p.txnEnd[i] = p.txns.WithLabelValues(e)
+	}
 }
 
 // Handler serves the registry in the Prometheus exposition formats.
@@ -156,6 +231,9 @@ func Fingerprint(s *event.Statement) string {
 
 // Statement counts one statement (a watch.Sink method).
 func (p *Prometheus) Statement(s *event.Statement) {
+	if lw := s.LockWaitTime(); lw > 0 {
+		p.countLockWait(s, lw)
+	}
 	name := Fingerprint(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -172,6 +250,32 @@ func (p *Prometheus) Statement(s *event.Statement) {
 		d = p.other
 	}
 	p.observe(d, s)
+}
+
+// countLockWait adds s's lock wait of lw µs to its kind's series.
+func (p *Prometheus) countLockWait(s *event.Statement, lw int64) {
+	sec, n := p.lockWait, p.lockWaits
+	if i := slices.Index(LockKinds[:], LockKind(s)); i >= 0 {
+		p.lockSec[i].Add(float64(lw) / 1e6)
+		p.lockN[i].Inc()
+		return
+	}
+	// unknown: rare, and its series appear at its first wait
+	sec.WithLabelValues(LockKindUnknown).Add(float64(lw) / 1e6)
+	n.WithLabelValues(LockKindUnknown).Inc()
+}
+
+// Transaction counts one finished transaction (watch calls it for each
+// transaction when it ends, or is still open at a connection's close or
+// the run's end).
+func (p *Prometheus) Transaction(t *event.Transaction) {
+	p.txnIdle.Observe(float64(max(t.InAppUS, 0)) / 1e6)
+	i := slices.Index(TxnEnds[:], t.EndKind)
+	if i < 0 {
+		p.txns.WithLabelValues("unknown").Inc()
+		return
+	}
+	p.txnEnd[i].Inc()
 }
 
 // track starts ranking a digest of clientUS so far; it gets its own

@@ -233,3 +233,86 @@ func seriesDigests(p *Prometheus) []string {
 	slices.Sort(out)
 	return out
 }
+
+// counters returns a counter family's values by the label's value.
+func counters(mf *dto.MetricFamily, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		out[label(m, name)] = m.GetCounter().GetValue()
+	}
+	return out
+}
+
+func lockStmt(fp string, waitUS int64, kind string) *event.Statement {
+	s := stmt(fp, 4*waitUS, true)
+	s.ExecUS = 2 * waitUS
+	s.LockWait = &event.LockWait{LockWaitUS: waitUS}
+	if kind != "" {
+		s.BlockedBy = &event.Blocker{Kind: kind, ConnID: 7, State: event.BlockerIdleInTxn, Confidence: event.ConfidenceCertain}
+	}
+	return s
+}
+
+// The lock wait and transaction series: every known kind and end from the
+// start at zero, then the waits fed by statements and the transactions'
+// time in the application.
+func TestPrometheusLockWaitAndTransactions(t *testing.T) {
+	p := NewPrometheus(10)
+	mfs := gather(t, p)
+	for name, label := range map[string]string{"gapscope_lock_wait_seconds_total": "kind", "gapscope_lock_waits_total": "kind", "gapscope_transactions_total": "end"} {
+		got := counters(mfs[name], label)
+		want := map[string]float64{"row": 0, "metadata": 0, "table": 0}
+		if label == "end" {
+			want = map[string]float64{"commit": 0, "rollback": 0, "implicit": 0, "open": 0}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s at start: %v, want %v", name, got, want)
+		}
+	}
+	h := mfs["gapscope_transaction_idle_seconds"].GetMetric()
+	if len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 0 || len(h[0].GetHistogram().GetBucket()) != len(idleBuckets) {
+		t.Fatalf("idle histogram at start: %v", h)
+	}
+
+	p.Statement(lockStmt("aaaa", 250_000, event.LockRow))
+	p.Statement(lockStmt("aaaa", 250_000, event.LockRow))
+	p.Statement(lockStmt("bbbb", 1_500_000, event.LockMetadata))
+	p.Statement(lockStmt("cccc", 10_000, ""))
+	p.Statement(stmt("dddd", 5_000, true))
+	for _, tx := range []event.Transaction{
+		{EndKind: "commit", InAppUS: 3_000}, {EndKind: "rollback", InAppUS: 2_500_000},
+		{EndKind: "open", InAppUS: 0}, {EndKind: "", InAppUS: 40_000_000},
+	} {
+		p.Transaction(&tx)
+	}
+	mfs = gather(t, p)
+	secs, waits := counters(mfs["gapscope_lock_wait_seconds_total"], "kind"), counters(mfs["gapscope_lock_waits_total"], "kind")
+	for k, want := range map[string]float64{"row": 0.5, "metadata": 1.5, "table": 0, LockKindUnknown: 0.01} {
+		if d := secs[k] - want; d > 1e-12 || d < -1e-12 {
+			t.Errorf("lock wait seconds %s = %v, want %v", k, secs[k], want)
+		}
+	}
+	if fmt.Sprint(waits) != fmt.Sprint(map[string]float64{"row": 2, "metadata": 1, "table": 0, LockKindUnknown: 1}) {
+		t.Errorf("lock waits %v", waits)
+	}
+	if got := byDigest(mfs["gapscope_statement_duration_seconds"]); got["aaaa"] != 2 || got["dddd"] != 1 {
+		t.Errorf("statements with a lock wait still count as statements: %v", got)
+	}
+	ends := counters(mfs["gapscope_transactions_total"], "end")
+	if fmt.Sprint(ends) != fmt.Sprint(map[string]float64{"commit": 1, "rollback": 1, "implicit": 0, "open": 1, "unknown": 1}) {
+		t.Errorf("transactions %v", ends)
+	}
+	hist := mfs["gapscope_transaction_idle_seconds"].GetMetric()[0].GetHistogram()
+	if hist.GetSampleCount() != 4 || hist.GetSampleSum() != 0.003+2.5+40 {
+		t.Errorf("idle histogram count %d sum %v", hist.GetSampleCount(), hist.GetSampleSum())
+	}
+	cum := map[float64]uint64{}
+	for _, b := range hist.GetBucket() {
+		cum[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	for le, want := range map[float64]uint64{0.001: 1, 0.005: 2, 1: 2, 2.5: 3, 30: 3, 60: 4} {
+		if cum[le] != want {
+			t.Errorf("idle bucket le=%v holds %d, want %d", le, cum[le], want)
+		}
+	}
+}
