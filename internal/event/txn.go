@@ -164,15 +164,18 @@ type Transaction struct {
 	EndKind    string `json:"end"`
 	Statements int    `json:"statements"`
 	// OpenUS is End - Start; ServerUS the sum of its statements' server
-	// time where joined (exec); InAppUS the sum of the gaps between a
+	// time (exec and send stall) where joined; InAppUS the sum of the gaps between a
 	// response and the next request, the time its application held it
 	// open without a statement running; MaxIdleUS the longest such gap.
-	OpenUS    int64 `json:"open_us"`
+	OpenUS int64 `json:"open_us"`
+	// Joined counts its statements whose server half is known; ServerUS
+	// covers those only (0 of them on a capture alone).
+	Joined    int   `json:"joined"`
 	ServerUS  int64 `json:"server_us"`
 	InAppUS   int64 `json:"in_app_us"`
 	MaxIdleUS int64 `json:"max_idle_us"`
 	// LockWaitUS is the lock wait of its statements where known.
-	LockWaitUS int64 `json:"lock_wait_us,omitempty"`
+	LockWaitUS int64 `json:"lock_wait_us"`
 	// FirstDigest and FirstSQL are its first statement's (BEGIN's when it
 	// began with one, else the statement that opened it); Lead the first
 	// statement after a BEGIN, which names what the transaction does.
@@ -183,6 +186,10 @@ type Transaction struct {
 	// Tags are the sqlcommenter tags of its statements (route, ...), the
 	// first statement's that had any.
 	Tags map[string]string `json:"tags,omitempty"`
+	// Blocked counts the other connections' statements whose lock wait was
+	// attributed to it (as the blocker or the root of a chain) by the time
+	// it was written, which is at least two seconds after it ended.
+	Blocked int `json:"blocked"`
 }
 
 // AppendLine appends the transaction as one JSON line (without newline).

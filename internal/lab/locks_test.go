@@ -73,6 +73,25 @@ func TestLocksLab(t *testing.T) {
 	for _, v := range r.MDL {
 		checkVictim(t, v, event.LockMetadata)
 	}
+	// The findings: the wait is named as such with its root blocker, the
+	// idle transaction is ranked, and the server's own work is not blamed.
+	for _, c := range []string{"row", "mdl"} {
+		codes := map[string]event.Finding{}
+		for _, f := range r.ByCase[c].Findings {
+			codes[f.Code] = f
+		}
+		if _, ok := codes["SERVER_EXEC"]; ok {
+			t.Errorf("%s: SERVER_EXEC fired for time that was lock wait: %s", c, codes["SERVER_EXEC"].Summary)
+		}
+		if f, ok := codes["LOCK_WAIT"]; !ok {
+			t.Errorf("%s: no LOCK_WAIT finding", c)
+		} else {
+			t.Logf("%s: %s\n  fix: %s", c, f.Summary, f.Fix)
+		}
+		if _, ok := codes["IDLE_IN_TRANSACTION"]; !ok {
+			t.Errorf("%s: no IDLE_IN_TRANSACTION finding", c)
+		}
+	}
 	for _, s := range r.Baseline.Window {
 		if s.LockWait != nil {
 			t.Errorf("baseline: %s %q attributed a lock wait: %+v", s.Conn, s.SQL, s.BlockedBy)

@@ -50,7 +50,7 @@ func Analyze(ctx context.Context, errOut io.Writer, files []string, o AnalyzeOpt
 	var wire diagnose.WireWindow
 	sel := o.Class.Selector(0)
 	var x report.Extra
-	kept := newTxnKeep(txns)
+	kept := newTxnKeep(txns, &wire)
 	locks := newLockPass(kept.add, func(s *event.Statement) {
 		wire.Add(s) // the wire's findings see every statement, whatever the report shows
 		x = report.Extra{Host: clientHost(s.Conn)}

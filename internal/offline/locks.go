@@ -1,6 +1,7 @@
 package offline
 
 import (
+	"github.com/gapscope/gapscope/internal/diagnose"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/txn"
@@ -47,8 +48,7 @@ func (p *lockPass) flush() {
 
 func (p *lockPass) release(n int) {
 	for _, s := range p.held[:n] {
-		p.ledger.Finished(s)
-		p.next(s)
+		p.ledger.Finished(s, false, p.next) // already held lockHold behind the wire
 	}
 	m := copy(p.held, p.held[n:])
 	clear(p.held[m:])
@@ -59,17 +59,21 @@ func (p *lockPass) release(n int) {
 // bounded) and writes each to the --txns file.
 type txnKeep struct {
 	file  *report.EventsFile
+	wire  *diagnose.WireWindow
 	txns  []event.Transaction
 	count int64
 }
 
 const maxKeptTxns = 4096
 
-func newTxnKeep(file *report.EventsFile) *txnKeep { return &txnKeep{file: file} }
+func newTxnKeep(file *report.EventsFile, wire *diagnose.WireWindow) *txnKeep {
+	return &txnKeep{file: file, wire: wire}
+}
 
 func (k *txnKeep) add(t *event.Transaction) {
 	k.count++
 	k.file.WriteTxn(t)
+	k.wire.AddTransaction(t)
 	if len(k.txns) >= maxKeptTxns {
 		k.txns = append(k.txns[:0], k.txns[maxKeptTxns/2:]...)
 	}

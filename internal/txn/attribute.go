@@ -33,6 +33,16 @@ type release struct {
 	texts      []string
 	tables     []string
 	tablesRead bool
+	// rec is the transaction it ended (nil for a DDL's end), counted as
+	// blocking each waiter attributed to it until it is written.
+	rec *record
+}
+
+// blocked counts a waiter against r's transaction, if not yet written.
+func (r *release) blocked() {
+	if r != nil && r.rec != nil && !r.rec.emitted {
+		r.rec.t.Blocked++
+	}
 }
 
 // tablesNamed is the tables r's statements named.
@@ -87,7 +97,7 @@ func execSpan(s *event.Statement) (from, to int64) {
 // showed (Observe), else a release on the wire that its end followed.
 func (l *Ledger) attribute(s *event.Statement) {
 	from, to := execSpan(s)
-	if to-from < l.opts.MinWaitUS || s.Conn == "" && s.ConnID == 0 {
+	if to-from < l.opts.MinWaitUS || s.Conn == "" && s.ConnID == 0 || !mayWait(s.DigestText, s.SQL) {
 		return
 	}
 	if w, ok := l.live[s.ConnID]; ok && s.ConnID != 0 && w.seenUS >= from && w.seenUS <= to+l.opts.SlackUS {
@@ -95,14 +105,21 @@ func (l *Ledger) attribute(s *event.Statement) {
 		l.attributeLive(s, w, from, to)
 		return
 	}
-	r, rivals := l.wireRelease(waiter{s.Conn, s.DigestText, s.SQL, from, to})
+	// The release is matched on the wire's clock, the waiter's own wire
+	// times against the release's (a joined statement's server times
+	// carry the clock calibration's error); the wait is measured on the
+	// server's span.
+	if s.TRespFirst == 0 && s.TRespLast == 0 {
+		return
+	}
+	r, rivals := l.wireRelease(waiter{s.Conn, s.DigestText, s.SQL, s.TReqLast, respFirst(s) - 2*s.TransitUS})
 	if r == nil {
 		return
 	}
 	kind := kindOf(s, r)
 	confidence := event.ConfidenceLow
-	evidence := fmt.Sprintf("its server time ended %s after %s's %s reached the server",
-		usText(to-r.releasedFrom()), r.conn, releaseName(r))
+	evidence := fmt.Sprintf("its answer left %s after %s's %s reached the server",
+		usText(respFirst(s)-2*s.TransitUS-r.releasedFrom()), r.conn, releaseName(r))
 	if kind == event.LockRow && l.opts.RowLockWaits != nil {
 		waits, known := l.opts.RowLockWaits(from, to)
 		switch {
@@ -121,6 +138,7 @@ func (l *Ledger) attribute(s *event.Statement) {
 	if r.ddl {
 		// The DDL may itself have waited for a transaction: the root.
 		if root, _ := l.wireRelease(waiter{conn: r.conn, sql: r.sql, from: r.reqLast, to: r.respFirst}); root != nil {
+			root.blocked()
 			rb := l.blockerOf(root, event.LockMetadata, r.reqLast, r.respFirst)
 			rb.Source, rb.Confidence = event.LockSourceWire, event.ConfidenceLow
 			b.Root = rb
@@ -128,6 +146,7 @@ func (l *Ledger) attribute(s *event.Statement) {
 	}
 	wait := min(r.respFirst, to) - from
 	s.LockWait = &event.LockWait{LockWaitUS: clamp(wait, 0, to-from), BlockedBy: b}
+	r.blocked()
 }
 
 // waiter is a statement looked at for a lock wait: its connection, text
@@ -160,7 +179,15 @@ func (l *Ledger) wireRelease(w waiter) (*release, int) {
 		if r.respFirst < w.from {
 			break // older releases cannot have woken it (the list is nearly in time order)
 		}
-		if r.conn == w.conn || r.start >= w.from || r.reqLast > w.to || w.to > r.respFirst+slack {
+		// A DDL's end wakes every statement queued on its table at once,
+		// which then run on a host that may be busy: its waiters get a
+		// quarter of their wait. DDL is rare enough that this costs no
+		// false attribution a transaction's end could.
+		sl := slack
+		if r.ddl {
+			sl = max(sl, (w.to-w.from)/4)
+		}
+		if r.conn == w.conn || r.start >= w.from || r.reqLast > w.to || w.to > r.respFirst+sl {
 			continue
 		}
 		if plainRead && !r.ddl {
@@ -241,6 +268,22 @@ func (l *Ledger) blockerOf(r *release, kind string, from, to int64) *event.Block
 		b.State = event.BlockerRunning
 	}
 	return b
+}
+
+// mayWait: the statement is one that takes locks and so may wait for
+// them. A COMMIT, a ROLLBACK, a SET or a SHOW holds or takes none another
+// transaction can hold against it (a COMMIT's time is the log's flush).
+func mayWait(digestText, sql string) bool {
+	t := digestText
+	if t == "" {
+		t = sql
+	}
+	switch firstWord(t) {
+	case "select", "with", "update", "delete", "insert", "replace", "load", "call", "lock", "do",
+		"alter", "create", "drop", "truncate", "rename", "optimize", "repair", "analyze":
+		return true
+	}
+	return false
 }
 
 // isDDL: the text begins with a statement that takes an exclusive

@@ -32,8 +32,16 @@ type Options struct {
 	// MaxConns bounds the connections followed (default 65,536): beyond
 	// it the least recently active one is forgotten.
 	MaxConns int
-	// Emit receives each transaction once all its statements finished, or
-	// at Close. It is called with the ledger's lock released, from the
+	// HoldUS is how long past its end a statement that may have waited
+	// for a lock is held for the release to show on the wire (default
+	// 150 ms; Finished).
+	HoldUS int64
+	// GraceUS is how long after a transaction's end it is held before it
+	// is written, so that the waiters attributed to it count in Blocked
+	// (default 2 s); MaxHoldUS how long at most (default 60 s).
+	GraceUS, MaxHoldUS int64
+	// Emit receives each transaction once all its statements finished and
+	// GraceUS passed, or at Close. It is called with the ledger's lock released, from the
 	// goroutine that finished the statement.
 	Emit func(*event.Transaction)
 	// RowLockWaits, when set, says how many row-lock waits the server
@@ -60,6 +68,15 @@ func (o *Options) defaults() {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 64 << 10
 	}
+	if o.HoldUS <= 0 {
+		o.HoldUS = 150_000
+	}
+	if o.GraceUS <= 0 {
+		o.GraceUS = 2_000_000
+	}
+	if o.MaxHoldUS <= 0 {
+		o.MaxHoldUS = 60_000_000
+	}
 }
 
 // Ledger is safe for concurrent use: watch feeds Wire from the capture's
@@ -77,6 +94,16 @@ type Ledger struct {
 	// closing are transactions the wire saw end whose statements have
 	// not all finished yet, by connection and number.
 	closing map[txnKey]*record
+	// ended are the ended transactions not yet written, in the order they
+	// ended: each is written once its statements all finished and the
+	// wire has gone GraceUS past its end (waiters still being joined may
+	// yet be attributed to it), or once it is MaxHoldUS old.
+	ended []*record
+	// newest is the latest time the wire showed (Unix µs).
+	newest int64
+	// held are statements waiting for a release the wire may yet show
+	// (Finished).
+	held []heldStmt
 	// live are the waits the server's lock tables showed, by the waiting
 	// connection's id (Observe).
 	live map[uint64]liveWait
@@ -207,6 +234,7 @@ func (l *Ledger) Wire(s *event.Statement) {
 	var done []*event.Transaction
 	c := l.connOf(s)
 	c.lastReq = s.TReqFirst
+	l.newest = max(l.newest, s.TReqFirst, s.TRespLast)
 	if c.open != nil && (s.TxnSeq != c.open.t.Seq || s.Cmd == "COM_QUIT") {
 		// A new number without the old one's end: a BEGIN inside it, or a
 		// status the wire missed, ended it; COM_QUIT rolls it back.
@@ -239,7 +267,7 @@ func (l *Ledger) Wire(s *event.Statement) {
 				conn: c.conn, connID: c.connID, user: c.user, txn: true,
 				start: s.TxnStartUS, reqFirst: s.TReqFirst, reqLast: s.TReqLast, respFirst: respFirst(s),
 				idleBefore: s.TxnIdleBeforeUS, digest: c.lastDigest, sql: c.lastSQL,
-				texts: c.lastTexts,
+				texts: c.lastTexts, rec: c.open,
 			}, l.opts.KeepUS)
 			done = l.endOpen(c, s.TxnEnd, s.TRespLast, done)
 		} else {
@@ -261,8 +289,11 @@ func (l *Ledger) Wire(s *event.Statement) {
 			digest: s.Digest, sql: s.SQL, texts: []string{s.DigestText, s.SQL},
 		}, l.opts.KeepUS)
 	}
+	hs, done := l.letGo(false, done)
+	done = l.due(done)
 	l.mu.Unlock()
 	l.emit(done)
+	runHeld(hs)
 }
 
 func respFirst(s *event.Statement) int64 {
@@ -287,8 +318,8 @@ func (l *Ledger) begin(c *connState, s *event.Statement) *record {
 	}}
 }
 
-// endOpen ends c's open transaction; it is emitted once its statements
-// all finished.
+// endOpen ends c's open transaction; it is written once its statements
+// all finished and the grace passed (due).
 func (l *Ledger) endOpen(c *connState, end event.TxnEnd, at int64, done []*event.Transaction) []*event.Transaction {
 	r := c.open
 	c.open = nil
@@ -299,18 +330,45 @@ func (l *Ledger) endOpen(c *connState, end event.TxnEnd, at int64, done []*event
 		r.t.End = at
 	}
 	r.t.OpenUS = max(0, r.t.End-r.t.Start)
-	if r.doneN >= r.wireN {
-		return r.out(done)
-	}
 	l.closing[txnKey{c.conn, r.t.Seq}] = r
-	if len(l.closing) > l.opts.MaxConns { // statements that never finish: do not keep them forever
-		for k, o := range l.closing {
-			delete(l.closing, k)
-			done = o.out(done)
+	l.ended = append(l.ended, r)
+	return done
+}
+
+// due writes the ended transactions whose time has come, oldest first.
+func (l *Ledger) due(done []*event.Transaction) []*event.Transaction {
+	n := 0
+	for _, r := range l.ended {
+		if r.emitted {
+			n++
+			continue
+		}
+		old := r.t.End < l.newest-l.opts.MaxHoldUS || len(l.ended)-n > l.opts.MaxConns
+		if !old && (r.doneN < r.wireN || r.t.End > l.newest-l.opts.GraceUS) {
 			break
 		}
+		delete(l.closing, txnKey{r.t.Conn, r.t.Seq})
+		done = r.out(done)
+		n++
+	}
+	if n > 0 {
+		m := copy(l.ended, l.ended[n:])
+		clear(l.ended[m:])
+		l.ended = l.ended[:m]
 	}
 	return done
+}
+
+// Tick tells the ledger the time (Unix µs) when the wire is quiet, so
+// that the transactions due are written.
+func (l *Ledger) Tick(nowUS int64) {
+	l.mu.Lock()
+	l.newest = max(l.newest, nowUS)
+	hs, done := l.letGo(false, nil)
+	done = l.due(done)
+	l.mu.Unlock()
+	l.emit(done)
+	runHeld(hs)
 }
 
 // out hands r on: from now on nothing changes it.
@@ -329,9 +387,15 @@ func (l *Ledger) emit(done []*event.Transaction) {
 }
 
 // Finished takes a statement once its server half is known (joined or
-// not): its lock wait is attributed (its LockWait set when found) and its
-// transaction's record is completed.
-func (l *Ledger) Finished(s *event.Statement) {
+// not): its lock wait is attributed (its LockWait set when found), its
+// transaction's record completed, and then is called with it. A
+// statement that may have waited for a lock and found no release yet is
+// held until the wire has gone HoldUS past its end (the release's
+// response can follow the waiter's: a COMMIT's answer waits for the log,
+// an ALTER's for its own end), then tried again; then is called when it
+// is let go, from the goroutine that feeds the ledger then (Wire, Tick,
+// Close). Nothing is held when hold is false.
+func (l *Ledger) Finished(s *event.Statement, hold bool, then func(*event.Statement)) {
 	l.mu.Lock()
 	if s.ConnID != 0 && s.Conn != "" {
 		l.learn(s.Conn, s.ConnID) // the join names connections whose handshake the capture missed
@@ -339,12 +403,65 @@ func (l *Ledger) Finished(s *event.Statement) {
 	if s.LockWait == nil {
 		l.attribute(s)
 	}
-	var done []*event.Transaction
+	if hold && s.LockWait == nil && l.mightWait(s) {
+		_, to := execSpan(s)
+		l.held = append(l.held, heldStmt{s: s, then: then, until: to + l.opts.HoldUS})
+		l.mu.Unlock()
+		return
+	}
+	done := l.finish(s, nil)
+	l.mu.Unlock()
+	l.emit(done)
+	then(s)
+}
+
+// heldStmt is a statement held for a release the wire may yet show.
+type heldStmt struct {
+	s     *event.Statement
+	then  func(*event.Statement)
+	until int64
+}
+
+// mightWait: s is long and of a kind that waits for locks.
+func (l *Ledger) mightWait(s *event.Statement) bool {
+	from, to := execSpan(s)
+	return to-from >= l.opts.MinWaitUS && mayWait(s.DigestText, s.SQL)
+}
+
+// finish completes s's transaction record.
+func (l *Ledger) finish(s *event.Statement, done []*event.Transaction) []*event.Transaction {
 	if s.TxnSeq != 0 && s.Conn != "" {
 		done = l.account(s, done)
 	}
-	l.mu.Unlock()
-	l.emit(done)
+	return done
+}
+
+// letGo tries the held statements whose time has come (all when every)
+// again and returns them, in the order they were held.
+func (l *Ledger) letGo(every bool, done []*event.Transaction) ([]heldStmt, []*event.Transaction) {
+	if len(l.held) == 0 {
+		return nil, done
+	}
+	var out []heldStmt
+	kept := l.held[:0]
+	for _, h := range l.held {
+		if !every && h.until > l.newest {
+			kept = append(kept, h)
+			continue
+		}
+		l.attribute(h.s)
+		done = l.finish(h.s, done)
+		out = append(out, h)
+	}
+	clear(l.held[len(kept):])
+	l.held = kept
+	return out, done
+}
+
+func runHeld(hs []heldStmt) {
+	for _, h := range hs {
+		h.then(h.s)
+	}
 }
 
 // account adds s's server half to its transaction.
@@ -356,14 +473,13 @@ func (l *Ledger) account(s *event.Statement, done []*event.Transaction) []*event
 		return done
 	}
 	r.doneN++
-	r.t.ServerUS += s.ExecUS + s.SendStallUS
+	if s.Joined {
+		r.t.Joined++
+		r.t.ServerUS += s.ExecUS + s.SendStallUS
+	}
 	r.t.LockWaitUS += s.LockWaitTime()
 	if r.t.ConnID == 0 {
 		r.t.ConnID = s.ConnID
-	}
-	if r.ended && r.doneN >= r.wireN {
-		delete(l.closing, txnKey{s.Conn, s.TxnSeq})
-		done = r.out(done)
 	}
 	return done
 }
@@ -372,7 +488,17 @@ func (l *Ledger) account(s *event.Statement, done []*event.Transaction) []*event
 // those ended whose statements did not all finish as they are.
 func (l *Ledger) Close() {
 	l.mu.Lock()
-	var done []*event.Transaction
+	hs, done := l.letGo(true, nil)
+	l.mu.Unlock()
+	runHeld(hs)
+	l.mu.Lock()
+	for _, r := range l.ended {
+		if !r.emitted {
+			done = r.out(done)
+		}
+	}
+	clear(l.closing)
+	l.ended = nil
 	for _, c := range l.conns {
 		if c.open != nil {
 			r := c.open
@@ -381,10 +507,6 @@ func (l *Ledger) Close() {
 			r.t.OpenUS = max(0, r.t.End-r.t.Start)
 			done = r.out(done)
 		}
-	}
-	for k, r := range l.closing {
-		delete(l.closing, k)
-		done = r.out(done)
 	}
 	l.mu.Unlock()
 	l.emit(done)

@@ -35,7 +35,7 @@ func feed(l *Ledger, stmts ...*event.Statement) {
 		l.Wire(s)
 	}
 	for _, s := range stmts {
-		l.Finished(s)
+		l.Finished(s, false, func(*event.Statement) {})
 	}
 }
 
@@ -69,6 +69,11 @@ func TestRowLockAfterTheFact(t *testing.T) {
 			l := New(Options{RowLockWaits: c.counter, Emit: func(x *event.Transaction) { txns = append(txns, x) }})
 			blocker, victim := rowLockCase()
 			feed(l, append(blocker, victim)...)
+			l.Tick(1301*ms + 150 + 1_000*ms) // within the grace: not written yet
+			if len(txns) != 0 {
+				t.Fatalf("transaction written %d µs after its end, before the grace", 1_000*ms)
+			}
+			l.Tick(1301*ms + 150 + 2_001*ms)
 			if !c.want {
 				if victim.LockWait != nil {
 					t.Fatalf("attributed a wait the server did not count: %+v", victim.BlockedBy)
@@ -92,6 +97,9 @@ func TestRowLockAfterTheFact(t *testing.T) {
 				t.Fatalf("%d transactions emitted", len(txns))
 			}
 			x := txns[0]
+			if x.Blocked != 1 {
+				t.Errorf("blocked %d, want 1", x.Blocked)
+			}
 			if x.Statements != 3 || x.EndKind != "commit" || x.InAppUS != 900+1300*ms-200 || x.MaxIdleUS != 1300*ms-200 || x.LeadSQL != "update t set v = v + ? where id = ?" || x.ServerUS != 450 {
 				t.Errorf("transaction %+v", x)
 			}
@@ -181,7 +189,7 @@ func TestLiveObservation(t *testing.T) {
 	l.Wire(blocker[2])
 	l.Wire(victim)
 	for _, s := range append(blocker, victim) {
-		l.Finished(s)
+		l.Finished(s, false, func(*event.Statement) {})
 	}
 	if victim.LockWait == nil {
 		t.Fatal("no lock wait")
@@ -219,5 +227,38 @@ func TestOpenTransactionsAndBounds(t *testing.T) {
 	}
 	if n := len(l.rel.live()); n > 16 {
 		t.Errorf("%d releases kept, bound 16", n)
+	}
+}
+
+// A waiter that finishes before the wire shows its release (a COMMIT's
+// answer after the log's flush) is held, then attributed once it shows.
+func TestHeldUntilTheReleaseShows(t *testing.T) {
+	l := New(Options{})
+	blocker, victim := rowLockCase()
+	var out []*event.Statement
+	deliver := func(s *event.Statement) { out = append(out, s) }
+	for _, s := range blocker[:2] {
+		l.Wire(s)
+		l.Finished(s, true, deliver)
+	}
+	l.Wire(victim)
+	l.Finished(victim, true, deliver)
+	if len(out) != 2 {
+		t.Fatalf("%d delivered, want the blocker's two: the victim is held", len(out))
+	}
+	l.Wire(blocker[2])
+	l.Finished(blocker[2], true, deliver)
+	l.Tick(victim.TRespLast + 151*ms)
+	if len(out) != 4 || out[3] != victim {
+		t.Fatalf("%d delivered, the victim last: %v", len(out), out)
+	}
+	if victim.LockWait == nil || victim.BlockedBy.ConnID != 10 {
+		t.Fatalf("victim's wait %+v", victim.LockWait)
+	}
+	// Nothing to wait for: a statement that takes no locks goes at once.
+	quick := joined(stmt("c", 99, "commit", 0, 50*ms, event.TxnInfo{}))
+	l.Finished(quick, true, deliver)
+	if out[len(out)-1] != quick {
+		t.Error("a COMMIT was held")
 	}
 }

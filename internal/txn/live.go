@@ -63,12 +63,14 @@ func (l *Ledger) attributeLive(s *event.Statement, w liveWait, from, to int64) {
 	if r := l.releaseOf(w.BlockerID, w.seenUS, to); r != nil {
 		end = min(to, r.respFirst)
 		b.HeldUS = max(b.HeldUS, r.respFirst-r.start)
+		r.blocked()
 	}
 	if w.RootID != 0 && w.RootID != w.BlockerID {
 		root := l.liveBlocker(w.RootID, w.RootIdle, "", w.Kind, w.seenUS)
 		root.Source, root.Confidence = w.Source, event.ConfidenceCertain
 		if r := l.releaseOf(w.RootID, w.seenUS, to); r != nil {
 			root.HeldUS = max(root.HeldUS, r.respFirst-r.start)
+			r.blocked()
 		}
 		b.Root = root
 	}

@@ -632,6 +632,7 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 		w = &diagnose.Window{Flavor: e.poll.info.Flavor, Version: e.poll.info.Version}
 	}
 	w.Statements = window
+	w.Transactions, w.TxnSeen = e.txns.recent()
 	w.RwndLimitedUS = e.sockets.limited()
 	if pool != nil {
 		w.PoolGroups = diagnose.PoolGroupsFrom(pool)

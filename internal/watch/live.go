@@ -72,6 +72,7 @@ func (e *engine) refreshLiveFindings() {
 	}
 	e.liveFindingsAt = time.Now()
 	w := &diagnose.Window{Statements: e.sink.recent(liveFindingsWindow), Vars: e.liveVars}
+	w.Transactions, w.TxnSeen = e.txns.recent()
 	e.liveFindings = diagnose.Run(w, diagnose.StatementRules()...)
 }
 

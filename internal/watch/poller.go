@@ -164,6 +164,7 @@ func (p *poller) run(ctx context.Context) {
 		p.readTargets(ctx)
 		p.learnThreads(ctx)
 		p.scanRunning(ctx)
+		p.ledger.Tick(nowUS()) // the ended transactions due are written, however quiet the wire
 	}
 }
 

@@ -86,7 +86,14 @@ func (k *sink) add(s *event.Statement) {
 	if !s.Joined {
 		s.Why = UnjoinedReason(s) // one reason, the same in the event and the counts
 	}
-	k.ledger.Finished(s) // its lock wait, before anything counts or writes it
+	// Its lock wait before anything counts or writes it: a statement the
+	// ledger holds for a release the wire has yet to show comes back
+	// through deliver later.
+	k.ledger.Finished(s, true, k.deliver)
+}
+
+// deliver counts s and hands it on.
+func (k *sink) deliver(s *event.Statement) {
 	k.account(s)
 	k.out.put(s) // the statement's last owner: the output stage, or no one
 }

@@ -135,7 +135,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // the connections is joined from the join sample the poller sets (the
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
-	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
 	e.sink = newSink(10, nil, false, nil)
 	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
@@ -150,7 +150,7 @@ func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 // events file, the store) no snapshot is built, so the statement rules do
 // not run every 5 s for nobody; a sink that takes snapshots gets them.
 func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
-	e := &engine{sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
 	e.sink = newSink(10, nil, false, nil)
 	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
 	e.publishSnapshot()

@@ -108,7 +108,7 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 			t.Fatal("no statement reached the sinks")
 		}
 	}
-	e := &engine{sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})),
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})),
 		outlierMiss: newTargets(true, true).missNote()}
 	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false, nil)
 	defer e.sink.out.close()
@@ -407,7 +407,7 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 // connection).
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
-	e := &engine{sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
 	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
 	e.joiner = join.New(join.Options{}, e.joined)
 	cut := capture.Sample{N: 1024, Key: 1}
@@ -440,7 +440,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // end, its reason is the sample. A statement that began after the last
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
-	e := &engine{sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
 	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false, nil)
 	e.joiner = join.New(join.Options{}, e.joined)
 	out := capture.Sample{N: 2, Key: 1}
