@@ -55,7 +55,10 @@ type LockTruth struct {
 	// Victim and Blocker are the server's connection ids; Root the head
 	// of the chain (the idle transaction).
 	Victim, Blocker, Root uint64
-	// WaitUS is the victim's statement as its client timed it; IdleUS the
+	// WaitUS is the victim's statement as its client timed it (for the
+	// pile-up's ALTER, which works once it has the lock: from its sending
+	// to the blocker's COMMIT returning, as the two clients timed them);
+	// IdleUS the
 	// time the blocker's application sat idle in its transaction before
 	// its COMMIT, as that client timed it.
 	WaitUS, IdleUS int64
@@ -105,6 +108,10 @@ func Locks(ctx context.Context, o LocksOptions) (*LocksResult, error) {
 		return nil, err
 	}
 	defer db.Close()
+	// Each case's clients open their connections while its watch runs
+	// (none is reused from an earlier case): the capture sees each one
+	// from its handshake, as the cases assume.
+	db.SetMaxIdleConns(0)
 	if err := prepareLockTables(ctx, db); err != nil {
 		return nil, err
 	}
@@ -317,12 +324,12 @@ func mdlCase(ctx context.Context, db *sql.DB, hold time.Duration, selects int) (
 	idleFrom := time.Now()
 	alter := LockTruth{Case: "mdl-alter", Victim: d.id, Blocker: a.id, Root: a.id, BlockerSQL: read}
 	var wg sync.WaitGroup
-	var alterWait time.Duration
 	var alterErr error
+	alterSent := time.Now()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		alterWait, alterErr = d.timed(ctx, "ALTER TABLE f.m ADD COLUMN x"+fmt.Sprint(a.id)+" INT")
+		_, alterErr = d.timed(ctx, "ALTER TABLE f.m ADD COLUMN x"+fmt.Sprint(a.id)+" INT")
 	}()
 	if err := waitState(ctx, db, d.id, "metadata lock"); err != nil {
 		return alter, nil, err
@@ -351,8 +358,11 @@ func mdlCase(ctx context.Context, db *sql.DB, hold time.Duration, selects int) (
 	if _, err := a.ExecContext(ctx, "COMMIT"); err != nil {
 		return alter, truths, err
 	}
+	// The ALTER waited until the COMMIT let the table go; what it did then
+	// (its own work) is not a wait. Its client cannot see the instant, the
+	// blocker's can: both clients share the host's clock.
+	alter.WaitUS = time.Since(alterSent).Microseconds()
 	wg.Wait()
-	alter.WaitUS = alterWait.Microseconds()
 	if alterErr != nil {
 		return alter, truths, alterErr
 	}
