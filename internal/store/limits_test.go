@@ -128,3 +128,19 @@ func TestSampleKeepsWhatReadersLookFor(t *testing.T) {
 		t.Errorf("minutes count %d calls, %d kept; want 1004 and %d", h.Calls, h.Kept, len(got))
 	}
 }
+
+// An unjoined statement keeps its row for a reason of its own; one left
+// without its half by the run's set-up or its budget (a deliberate reason:
+// the join sample, no statement history, no capture) is sampled as any.
+func TestSampleKeepsUnjoinedByReason(t *testing.T) {
+	w := openTemp(t).NewWriter(1, WriterOptions{SampleEvery: 100})
+	defer w.Close()
+	for _, r := range event.Reasons() {
+		st := statement(1)
+		st.Error, st.Joined, st.Why = nil, false, r
+		w.ordinal = 1 // the next ordinary statement is not the sample's
+		if got, want := w.keep(&st), !r.Deliberate(); got != want {
+			t.Errorf("%s: kept %v, want %v", r, got, want)
+		}
+	}
+}
