@@ -175,3 +175,47 @@ func TestReasonsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// A reason's sentence and the rows' note are written among the notes from
+// their codes, after the statement's own notes, and read back into the
+// codes; the capture's reasons are said by the capture's own note only.
+func TestNotesRenderedFromCodes(t *testing.T) {
+	cases := []struct {
+		s     Statement
+		notes []string
+	}{
+		{Statement{Conn: "c", Notes: []string{"capture started mid-connection"}, Why: NoRow},
+			[]string{"capture started mid-connection", NoRow.Text()}},
+		{Statement{Conn: "c", Notes: []string{"capture started mid-connection"}, Why: MidStream},
+			[]string{"capture started mid-connection"}},
+		{Statement{Conn: "c", Why: SampledOut, RowsBy: RowsCut}, []string{NoteRowsUnknown, SampledOut.Text()}},
+		{Statement{Conn: "c", Joined: true, Notes: []string{"join: x"}, RowsBy: RowsFromServer}, []string{"join: x", NoteRowsFromServer}},
+		// a server-only statement built with its sentence says it once
+		{Statement{Why: NoCapture, Notes: []string{NoCapture.Text()}}, []string{NoCapture.Text()}},
+		{Statement{Conn: "c", Joined: true}, nil},
+	}
+	for _, c := range cases {
+		b := c.s.AppendJSON(nil)
+		var out struct{ Notes []string }
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out.Notes, c.notes) || !slices.Equal(slices.Collect(c.s.AllNotes()), c.notes) {
+			t.Errorf("%+v: notes written %q, AllNotes %q, want %q", c.s, out.Notes, slices.Collect(c.s.AllNotes()), c.notes)
+		}
+		if c.s.HasNotes() != (len(c.notes) > 0) {
+			t.Errorf("%+v: HasNotes %v", c.s, c.s.HasNotes())
+		}
+		var back Statement
+		if _, err := DecodeLine(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Why != c.s.Why || back.RowsBy != c.s.RowsBy || slices.Contains(back.Notes, NoteRowsUnknown) ||
+			slices.Contains(back.Notes, NoteRowsFromServer) || back.Why.Note() != "" && slices.Contains(back.Notes, back.Why.Note()) {
+			t.Errorf("%s read back as reason %v, rows %v, notes %q", b, back.Why, back.RowsBy, back.Notes)
+		}
+		if again := back.AppendJSON(nil); string(again) != string(b) {
+			t.Errorf("read back and written again:\n%s\nwant\n%s", again, b)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -297,8 +298,8 @@ func appendStatementArgs(args []any, run int64, s *event.Statement) []any {
 	if s.PoolGroup != nil {
 		group = int64(*s.PoolGroup)
 	}
-	if len(s.Notes) > 0 {
-		b, _ := json.Marshal(s.Notes) // []string always marshals
+	if s.HasNotes() { // as written: the rows' and the reason's sentences too
+		b, _ := json.Marshal(slices.Collect(s.AllNotes())) // []string always marshals
 		notes = string(b)
 	}
 	return append(args, run, s.Conn, int64(s.ConnID), s.User, s.DB, s.Cmd, s.SQL, s.Digest, s.DigestText,

@@ -18,7 +18,7 @@ type stmtRing struct {
 
 // windowStmt is what the window keeps of a statement: the fields the
 // diagnosis rules read, the decomposition, and why a statement was left
-// unjoined (its notes and reason). It leaves out what only the join, the
+// unjoined (its notes and reason) or its rows unknown (RowsBy). It leaves out what only the join, the
 // sinks and the events file use (the request's and response's other
 // ends, the transit time, the zero-window spans, the server's lock time
 // and rows examined, the fingerprint, the text hash, the tags and the
@@ -45,6 +45,7 @@ type windowStmt struct {
 	joined      bool
 	outlier     bool
 	why         event.Reason
+	rowsBy      event.RowsSource
 	known       event.Counters
 }
 
@@ -54,7 +55,7 @@ func toWindow(s *event.Statement) windowStmt {
 		joinSource: s.JoinSource, connID: s.ConnID, tReqFirst: s.TReqFirst, tRespLast: s.TRespLast,
 		parts: s.Parts, serverUS: s.ServerUS, rows: s.Rows, reqBytes: s.ReqBytes, respBytes: s.RespBytes,
 		zeroWindow: s.ZeroWindowUS, err: s.Error, notes: s.Notes, poolGroup: s.PoolGroup,
-		retransmits: int32(min(s.Retransmits, 1<<31-1)), joined: s.Joined, outlier: s.Outlier, why: s.Why, known: s.Known,
+		retransmits: int32(min(s.Retransmits, 1<<31-1)), joined: s.Joined, outlier: s.Outlier, why: s.Why, rowsBy: s.RowsBy, known: s.Known,
 	}
 }
 
@@ -64,7 +65,7 @@ func (w *windowStmt) statement() event.Statement {
 		JoinSource: w.joinSource, ConnID: w.connID, TReqFirst: w.tReqFirst, TRespLast: w.tRespLast,
 		Parts: w.parts, ServerUS: w.serverUS, Rows: w.rows, ReqBytes: w.reqBytes, RespBytes: w.respBytes,
 		ZeroWindowUS: w.zeroWindow, Error: w.err, Notes: w.notes, PoolGroup: w.poolGroup,
-		Retransmits: int(w.retransmits), Joined: w.joined, Outlier: w.outlier, Why: w.why, Known: w.known,
+		Retransmits: int(w.retransmits), Joined: w.joined, Outlier: w.outlier, Why: w.why, RowsBy: w.rowsBy, Known: w.known,
 	}
 }
 
