@@ -43,6 +43,9 @@ type sink struct {
 	// serverOnly: no wire, so the slowest statements are the server's
 	// slowest (client time is unknown).
 	serverOnly bool
+	// lost is what watch knows of a waited statement's missing row
+	// (engine.lostReason), for decideReason; nil: nothing.
+	lost func(*event.Statement) event.Reason
 }
 
 // ConnSummary is one connection's time, for the live view's per-connection
@@ -76,7 +79,7 @@ func newSink(windowSize int, out *outputStage, serverOnly bool) *sink {
 
 func (k *sink) add(s *event.Statement) {
 	if !s.Joined {
-		s.Why = UnjoinedReason(s) // one reason, the same in the event and the counts
+		s.Why = decideReason(s, k.lost) // one reason, the same in the event, its notes and the counts
 	}
 	k.account(s)
 	k.out.put(s) // the statement's last owner: the output stage, or no one
