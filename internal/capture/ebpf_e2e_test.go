@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -191,7 +190,7 @@ func TestEndToEndEBPF(t *testing.T) {
 	cut, whole := 0, 0
 	for _, s := range longs {
 		switch {
-		case slices.Contains(s.Notes, noteRowsUnknown):
+		case s.RowsUnknown():
 			cut++
 			if s.Rows != 0 || s.RespBytes < 2000*100 {
 				t.Errorf("cut answer: rows %d (want 0: unknown), resp_bytes %d", s.Rows, s.RespBytes)
@@ -255,7 +254,7 @@ func compareSources(t *testing.T, ebpfGot, packetGot []*event.Statement) {
 					conn, i, e.Cmd, e.SQL, e.ReqBytes, e.RespBytes, e.Error, p.Cmd, p.SQL, p.ReqBytes, p.RespBytes, p.Error)
 				continue
 			}
-			if e.Rows != p.Rows && !slices.Contains(e.Notes, noteRowsUnknown) {
+			if e.Rows != p.Rows && !e.RowsUnknown() {
 				t.Errorf("%s %.60q: %d rows through eBPF, %d through the ring, and not said unknown", conn, e.SQL, e.Rows, p.Rows)
 			}
 			if e.TReqFirst > e.TReqLast || e.TRespLast != 0 && (e.TRespFirst < e.TReqLast || e.TRespLast < e.TRespFirst) {

@@ -183,7 +183,7 @@ func TestHeadAnswers(t *testing.T) {
 			h.TRespFirst != w.TRespFirst || h.TRespLast != w.TRespLast || h.ConnID != w.ConnID {
 			t.Errorf("%q: header-only %+v\nwhole %+v", w.SQL, h, w)
 		}
-		if got := slices.Contains(h.Notes, noteRowsUnknown); got != unknown[w.SQL] {
+		if got := h.RowsUnknown(); got != unknown[w.SQL] {
 			t.Errorf("%q: rows said unknown %v, want %v (notes %v)", w.SQL, got, unknown[w.SQL], h.Notes)
 		}
 		if !unknown[w.SQL] && h.Rows != w.Rows {

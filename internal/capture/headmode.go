@@ -36,9 +36,6 @@ import (
 // the client's handshake flags, or by the tracker when it learns it
 // later (a connection opened before the capture).
 
-// noteRowsUnknown: the statement's answer was cut, its rows not counted.
-const noteRowsUnknown = event.NoteRowsUnknown
-
 // answerFramer follows the MySQL packet boundaries of one connection's
 // answers as the decoder is fed them.
 type answerFramer struct {
@@ -255,8 +252,7 @@ func (f *flow) headStatement(s *event.Statement, ex *mysqlproto.Exchange) {
 	}
 	s.RespBytes += a.skipped
 	a.skipped = 0
-	s.Rows = 0
-	s.Notes = addNote(s.Notes, noteRowsUnknown)
+	s.Rows, s.RowsBy = 0, event.RowsCut // written as a note (event.NoteRowsUnknown)
 	f.t.stats.RowsUnknown++
 	if a.lastUS > s.TRespLast {
 		setTimes(s, s.TReqFirst, s.TReqLast, s.TRespFirst, a.lastUS)

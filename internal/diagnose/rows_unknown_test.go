@@ -11,8 +11,8 @@ import (
 func TestEvidenceLeavesUnknownRowsOut(t *testing.T) {
 	stmts := []*event.Statement{
 		{Digest: "d", DigestText: "select", Rows: 4, Parts: event.Parts{ExecUS: 10}},
-		{Digest: "d", DigestText: "select", Notes: []string{event.NoteRowsUnknown}, Parts: event.Parts{ExecUS: 20}},
-		{Digest: "d", DigestText: "select", Rows: 6, Notes: []string{event.NoteRowsFromServer}, Parts: event.Parts{ExecUS: 30}},
+		{Digest: "d", DigestText: "select", RowsBy: event.RowsCut, Parts: event.Parts{ExecUS: 20}},
+		{Digest: "d", DigestText: "select", Rows: 6, RowsBy: event.RowsFromServer, Parts: event.Parts{ExecUS: 30}},
 	}
 	var p parts
 	for _, s := range stmts {

@@ -3,7 +3,10 @@
 // only the standard library so that every layer can depend on it.
 package event
 
-import "slices"
+import (
+	"iter"
+	"slices"
+)
 
 // Error is a server error returned to a statement (an ERR packet).
 type Error struct {
@@ -77,8 +80,12 @@ type Statement struct {
 	JoinSource string `json:"join_source,omitempty"`
 	// Outlier: the statement's client time stood out (watch's outlier
 	// rule), so watch read its thread's history for it.
-	Outlier bool     `json:"outlier,omitempty"`
-	Notes   []string `json:"notes,omitempty"`
+	Outlier bool `json:"outlier,omitempty"`
+	// Notes are what limits the statement's numbers, as sentences. What
+	// a code says is not among them: the reason's sentence (Why) and the
+	// rows' (RowsBy) are rendered from their codes where the statement
+	// is written (AllNotes), and read back into them (DecodeLine).
+	Notes []string `json:"notes,omitempty"`
 	// Fingerprint is gapscope's own digest of the wire text: unlike Digest,
 	// which the join replaces with the server's DIGEST, it is the same for
 	// a statement whether it joined or not, so exporters key on it.
@@ -91,10 +98,15 @@ type Statement struct {
 	// the executes of one prepared statement share the map.
 	Tags map[string]string `json:"tags,omitempty"`
 	// Why names, when a half is missing or the split is withheld, the
-	// reason (its stable name; its sentence is also in Notes): a wire
-	// statement left unjoined, a server statement with no wire half
-	// (server-only), or a joined one whose split the evidence cannot explain.
+	// reason (written as its stable name; its sentence is written among
+	// the notes, Reason.Note): a wire statement left unjoined, a server
+	// statement with no wire half (server-only), or a joined one whose
+	// split the evidence cannot explain.
 	Why Reason `json:"reason,omitempty"`
+	// RowsBy says where Rows came from when the wire could not count them
+	// (a header-only capture cut the answer); written as a note
+	// (NoteRowsUnknown, NoteRowsFromServer).
+	RowsBy RowsSource `json:"-"`
 	// Statements are the server's statements of one request that ran
 	// several (a multi-statement COM_QUERY), in order, when joined: exec
 	// spans from the first's start to the last's end.
@@ -117,14 +129,97 @@ type Statement struct {
 	slab *slab
 }
 
-// The header-only capture's notes on rows (watch --capture ebpf): an
-// answer cut in the middle has its rows uncounted on the wire; the join
-// fills them from the server's own count (performance_schema ROWS_SENT)
-// and says so.
+// RowsSource says who counted a statement's rows, when not the wire.
+type RowsSource uint8
+
+const (
+	// RowsCounted: the source counted them (the wire, a slow log, the
+	// server's row of a server-only statement).
+	RowsCounted RowsSource = iota
+	// RowsCut: the header-only capture (watch --capture ebpf) cut the
+	// answer in the middle, and its rows went uncounted: Rows is unknown.
+	RowsCut
+	// RowsFromServer: cut on the wire, Rows is the server's own count
+	// (performance_schema ROWS_SENT), which the join filled in.
+	RowsFromServer
+)
+
+// The notes that say a RowsSource.
 const (
 	NoteRowsUnknown    = "header-only capture: rows unknown (part of the answer was not captured)"
 	NoteRowsFromServer = "header-only capture: rows from the server's ROWS_SENT (part of the answer was not captured)"
 )
+
+// Note is the sentence written among a statement's notes for r (none for
+// rows counted).
+func (r RowsSource) Note() string {
+	switch r {
+	case RowsCut:
+		return NoteRowsUnknown
+	case RowsFromServer:
+		return NoteRowsFromServer
+	}
+	return ""
+}
+
+// AllNotes are the statement's notes as written: its Notes, then the
+// rows' note (RowsBy), then its reason's sentence (Why's Note), each
+// once.
+func (s *Statement) AllNotes() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, n := range s.Notes {
+			if !yield(n) {
+				return
+			}
+		}
+		if n := s.RowsBy.Note(); n != "" && !yield(n) {
+			return
+		}
+		if n := s.reasonNote(); n != "" {
+			yield(n)
+		}
+	}
+}
+
+// HasNotes reports whether the statement has a note to write (AllNotes).
+func (s *Statement) HasNotes() bool {
+	return len(s.Notes) > 0 || s.RowsBy.Note() != "" || s.Why.Note() != ""
+}
+
+// reasonNote is the reason's sentence to write after Notes: none when
+// Notes says it already (a server-only statement built with it).
+func (s *Statement) reasonNote() string {
+	n := s.Why.Note()
+	if n == "" || slices.Contains(s.Notes, n) {
+		return ""
+	}
+	return n
+}
+
+// SetWrittenNotes sets Notes from notes as written (AllNotes): a note a
+// code says goes back into its code rather than stay a note, the rows'
+// into RowsBy, the reason's sentence into Why (set before, from the
+// statement's "reason"). notes is not modified.
+func (s *Statement) SetWrittenNotes(notes []string) {
+	why := s.Why.Note()
+	coded := func(n string) bool { return n == NoteRowsUnknown || n == NoteRowsFromServer || why != "" && n == why }
+	if !slices.ContainsFunc(notes, coded) {
+		s.Notes = notes
+		return
+	}
+	var kept []string
+	for _, n := range notes {
+		switch {
+		case n == NoteRowsUnknown:
+			s.RowsBy = RowsCut
+		case n == NoteRowsFromServer:
+			s.RowsBy = RowsFromServer
+		case !coded(n):
+			kept = append(kept, n)
+		}
+	}
+	s.Notes = kept
+}
 
 // StatementPart is one of the statements the server ran for a request.
 type StatementPart struct {
@@ -150,12 +245,10 @@ func (s Span) Overlap(from, to int64) int64 {
 func (s *Statement) HasResponse() bool { return s.TRespLast != 0 }
 
 // RowsUnknown reports whether the statement's Rows is unknown rather than
-// a count (NoteRowsUnknown: the header-only capture cut its answer and no
-// server row gave the count): a sum or an average over statements must
-// leave it out, not count it as 0.
-func (s *Statement) RowsUnknown() bool {
-	return len(s.Notes) > 0 && slices.Contains(s.Notes, NoteRowsUnknown)
-}
+// a count (RowsCut: the header-only capture cut its answer and no server
+// row gave the count): a sum or an average over statements must leave it
+// out, not count it as 0.
+func (s *Statement) RowsUnknown() bool { return s.RowsBy == RowsCut }
 
 // Severity orders findings.
 type Severity string

@@ -121,10 +121,21 @@ func (s *Statement) appendFields(b []byte, comma bool) []byte {
 	if s.Outlier {
 		b = append(b, `,"outlier":true`...)
 	}
-	if len(s.Notes) > 0 {
+	// The notes as AllNotes gives them, without its iterator: the rows'
+	// and the reason's sentences are rendered from their codes here.
+	if rows, why := s.RowsBy.Note(), s.reasonNote(); len(s.Notes) > 0 || rows != "" || why != "" {
 		b = append(b, `,"notes":[`...)
 		for i, n := range s.Notes {
 			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendStr(b, n)
+		}
+		for _, n := range [...]string{rows, why} {
+			if n == "" {
+				continue
+			}
+			if b[len(b)-1] != '[' {
 				b = append(b, ',')
 			}
 			b = appendStr(b, n)
@@ -192,6 +203,7 @@ func DecodeLine(data []byte, s *Statement) (v int, err error) {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return 0, err
 	}
+	s.SetWrittenNotes(s.Notes) // the sentences of codes back into their codes
 	for _, c := range []struct {
 		p   *int64
 		dst *int64

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,10 @@ func reference(t testing.TB, s *Statement) string {
 				n := v.Field(i).Int()
 				mirror.Field(m).Set(reflect.ValueOf(&n))
 			}
+			continue
+		}
+		if name == "Notes" { // written as AllNotes: the codes' sentences rendered
+			mirror.Field(m).Set(reflect.ValueOf(slices.Collect(s.AllNotes())))
 			continue
 		}
 		mirror.Field(m).Set(v.Field(i))
@@ -136,6 +141,8 @@ func fill(v reflect.Value, r *rng) {
 	case reflect.Uint8:
 		if v.Type() == reflect.TypeFor[Reason]() { // one of the named ones, or none
 			v.SetUint(r.next() % uint64(reasonCount))
+		} else if v.Type() == reflect.TypeFor[RowsSource]() {
+			v.SetUint(r.next() % uint64(RowsFromServer+1))
 		} else if v.Type() == reflect.TypeFor[TxnEnd]() {
 			v.SetUint(r.next() % uint64(len(txnEndNames)))
 		} else {

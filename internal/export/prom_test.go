@@ -2,6 +2,8 @@ package export
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -213,9 +215,26 @@ func TestPrometheusFindingsAndHealth(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
+	var series []string
 	for _, m := range mfs["gapscope_statements_unjoined_total"].GetMetric() {
+		series = append(series, label(m, "reason"))
 		if want := map[string]float64{event.RingLost.String(): 2}[label(m, "reason")]; m.GetCounter().GetValue() != want {
 			t.Errorf("unjoined %s = %v, want %v", label(m, "reason"), m.GetCounter().GetValue(), want)
+		}
+	}
+	// A series for every reason a wire statement reads unjoined for, 0
+	// included, wherever it sits in the table; docs/export.md names each.
+	doc, err := os.ReadFile("../../docs/export.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile("(?m)^\\| `gapscope_statements_unjoined_total` .*$").FindString(string(doc))
+	for _, r := range event.Reasons() {
+		if got, want := slices.Contains(series, r.String()), r.ReadsUnjoined(); got != want {
+			t.Errorf("reason %s (%s): a series %v, want %v", r, r.Kind(), got, want)
+		}
+		if got, want := regexp.MustCompile(`\b`+r.String()+`\b`).MatchString(line), r.ReadsUnjoined(); got != want {
+			t.Errorf("docs/export.md's unjoined line names %s: %v, want %v", r, got, want)
 		}
 	}
 }

@@ -133,14 +133,14 @@ func (h *heldItems) ageOf(c *connState) int64 {
 	return 0
 }
 
-// unjoined emits s without a server row, noting why (an expiry or an
-// eviction in progress overrides the reason its caller saw). The join's
-// reason replaces what the capture noted (mid-stream, TLS...): those
-// statements can join, so when one does not, the join says why.
+// unjoined emits s without a server row, with the reason why (an expiry
+// or an eviction in progress overrides the reason its caller saw; its
+// sentence is written from it). The join's reason replaces the capture's
+// (mid-stream, TLS...), whose own note stays: those statements can join,
+// so when one does not, the join says why.
 func (j *Joiner) unjoined(s *event.Statement, why event.Reason) {
 	why = j.held.wireReason(why)
 	s.Joined, s.Why = false, why
-	s.Notes = append(s.Notes, why.Text())
 	j.stats.UnjoinedWire++
 	j.deliver(s)
 }

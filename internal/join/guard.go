@@ -37,9 +37,9 @@ func unexplainedDelivery(s *event.Statement) bool {
 // withholdSplit keeps what the wire measured of s (client and request
 // time, the server's own time) and withholds the split of the rest, which
 // the evidence cannot explain: the statement reads as unjoined for that
-// reason, and stays out of every per-digest split.
+// reason (its sentence written from it), and stays out of every
+// per-digest split.
 func withholdSplit(s *event.Statement, why event.Reason) {
 	s.Joined, s.Why = false, why
 	s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS = 0, 0, 0, 0
-	s.Notes = append(s.Notes, why.Text())
 }

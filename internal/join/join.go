@@ -916,17 +916,11 @@ func (j *Joiner) deliver(s *event.Statement) {
 
 // rowsFromServer gives a statement whose rows the wire could not count (a
 // header-only capture cut its answer) the server's count of the rows it
-// sent, and says where they came from. A count of 0 says nothing (the
-// column may be missing): the rows stay unknown.
+// sent, and says where they came from (RowsBy, written as a note). A count
+// of 0 says nothing (the column may be missing): the rows stay unknown.
 func rowsFromServer(s *event.Statement, sent int64) {
-	if sent <= 0 || s.Rows != 0 {
+	if sent <= 0 || s.Rows != 0 || s.RowsBy != event.RowsCut {
 		return
 	}
-	i := slices.Index(s.Notes, event.NoteRowsUnknown)
-	if i < 0 {
-		return
-	}
-	notes := slices.Clone(s.Notes) // the note slice may be shared
-	notes[i] = event.NoteRowsFromServer
-	s.Notes, s.Rows = notes, sent
+	s.Rows, s.RowsBy = sent, event.RowsFromServer
 }

@@ -544,12 +544,11 @@ func TestJoinFillsRowsTheWireCouldNotCount(t *testing.T) {
 	rec := newRecorder(t)
 	j := New(Options{}, rec.emit)
 	cut := wire(1, "COM_QUERY", "SELECT 1; SELECT 2", 0, 1000)
-	cut.Notes = []string{"retransmit", event.NoteRowsUnknown}
-	shared := cut.Notes
+	cut.Notes, cut.RowsBy = []string{"retransmit"}, event.RowsCut
 	whole := wire(1, "COM_QUERY", "SELECT 3", 2000, 2100)
 	whole.Rows = 4
 	noCount := wire(1, "COM_QUERY", "SELECT 5", 3000, 3100)
-	noCount.Notes = []string{event.NoteRowsUnknown}
+	noCount.RowsBy = event.RowsCut
 	for _, s := range []*event.Statement{cut, whole, noCount} {
 		j.AddWire(s, 0)
 	}
@@ -566,17 +565,15 @@ func TestJoinFillsRowsTheWireCouldNotCount(t *testing.T) {
 			t.Fatalf("%q not joined: %v", s.SQL, s.Notes)
 		}
 	}
-	if cut.Rows != 1000 || !slices.Equal(cut.Notes, []string{"retransmit", event.NoteRowsFromServer}) {
-		t.Errorf("cut answer: rows %d notes %q, want 1000 from the server", cut.Rows, cut.Notes)
+	if notes := slices.Collect(cut.AllNotes()); cut.Rows != 1000 || cut.RowsBy != event.RowsFromServer ||
+		!slices.Equal(notes, []string{"retransmit", event.NoteRowsFromServer}) {
+		t.Errorf("cut answer: rows %d notes %q, want 1000 from the server", cut.Rows, notes)
 	}
-	if shared[1] != event.NoteRowsUnknown {
-		t.Errorf("the note slice the capture handed over was written into: %q", shared)
+	if whole.Rows != 4 || whole.RowsBy != event.RowsCounted {
+		t.Errorf("whole answer: rows %d (%v), want the wire's 4", whole.Rows, whole.RowsBy)
 	}
-	if whole.Rows != 4 {
-		t.Errorf("whole answer: rows %d, want the wire's 4", whole.Rows)
-	}
-	if noCount.Rows != 0 || !slices.Contains(noCount.Notes, event.NoteRowsUnknown) {
-		t.Errorf("a row without ROWS_SENT: rows %d notes %q, want unknown", noCount.Rows, noCount.Notes)
+	if noCount.Rows != 0 || !noCount.RowsUnknown() || !slices.Contains(slices.Collect(noCount.AllNotes()), event.NoteRowsUnknown) {
+		t.Errorf("a row without ROWS_SENT: rows %d notes %q, want unknown", noCount.Rows, slices.Collect(noCount.AllNotes()))
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// Every wire statement given up unjoined says why, and every server row
+// Every wire statement given up unjoined says why (its reason, whose
+// sentence is written from it), and every server row
 // no statement took is counted by reason; the reasons add up.
 func TestUnjoinedSayWhy(t *testing.T) {
 	rec := newRecorder(t)
@@ -36,8 +37,11 @@ func TestUnjoinedSayWhy(t *testing.T) {
 	j.FlushAll()
 
 	for s, want := range map[*event.Statement]event.Reason{orphan: event.NoConn, lost: event.NoRow, late: event.Expired, end: event.RunEnd} {
-		if s.Joined || s.Why != want || !slices.Contains(s.Notes, want.Text()) {
-			t.Errorf("%s %s: joined %v, reason %v, notes %v; want %v", s.Conn, s.SQL, s.Joined, s.Why, s.Notes, want)
+		if s.Joined || s.Why != want || !slices.Contains(slices.Collect(s.AllNotes()), want.Text()) {
+			t.Errorf("%s %s: joined %v, reason %v, notes %v; want %v", s.Conn, s.SQL, s.Joined, s.Why, slices.Collect(s.AllNotes()), want)
+		}
+		if len(s.Notes) != 0 {
+			t.Errorf("%s %s: the join stored notes %q: a reason's sentence is written from the reason", s.Conn, s.SQL, s.Notes)
 		}
 	}
 	if !kept.Joined || kept.JoinSource != collect.SourceHistoryLong {

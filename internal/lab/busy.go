@@ -300,7 +300,7 @@ func (t *busyTally) add(s *event.Statement) {
 	if s.Joined && s.RequestUS+s.QueueUS+s.ExecUS+s.SendStallUS+s.DeliveryUS != s.ClientUS {
 		t.badSums++
 	}
-	if !s.Joined && len(s.Notes) == 0 {
+	if !s.Joined && !s.HasNotes() {
 		t.unnoted++
 	}
 	if s.Why == event.UnexplainedDelivery {

@@ -132,7 +132,7 @@ func (p *Profile) AddExtra(s *event.Statement, x *Extra) {
 	p.byCommand.add(s.Cmd, 1)
 	p.addConn(s)
 	p.addSpan(s)
-	for _, n := range s.Notes {
+	for n := range s.AllNotes() { // the reason's and the rows' sentences too, as written
 		p.notes.count(n)
 	}
 	a := p.classFor(s, x)

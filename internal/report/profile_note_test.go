@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -67,17 +68,13 @@ func TestProfileCountsNotesBeyondRecent(t *testing.T) {
 // counts as any other.
 func TestProfileLeavesUnknownRowsOut(t *testing.T) {
 	p := NewProfile(ProfileOptions{})
-	add := func(sql string, rows int64, note string) {
-		s := &event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: sql, Digest: sql, DigestText: sql, Rows: rows, Parts: event.Parts{ClientUS: 5}}
-		if note != "" {
-			s.Notes = []string{note}
-		}
-		p.Add(s)
+	add := func(sql string, rows int64, by event.RowsSource) {
+		p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: sql, Digest: sql, DigestText: sql, Rows: rows, RowsBy: by, Parts: event.Parts{ClientUS: 5}})
 	}
-	add("select a from t", 10, "")
-	add("select a from t", 0, event.NoteRowsUnknown)
-	add("select a from t", 30, event.NoteRowsFromServer)
-	add("select b from u", 0, event.NoteRowsUnknown)
+	add("select a from t", 10, event.RowsCounted)
+	add("select a from t", 0, event.RowsCut)
+	add("select a from t", 30, event.RowsFromServer)
+	add("select b from u", 0, event.RowsCut)
 	rows := map[string]DigestRow{}
 	for _, d := range p.Result().Digests {
 		rows[d.DigestText] = d
@@ -121,5 +118,18 @@ func TestProfileCountsConnectionsOnce(t *testing.T) {
 	}
 	if got := p.Result().Connections; got != int64(len(names)) {
 		t.Errorf("%d connections counted, want %d", got, len(names))
+	}
+}
+
+// A reason's sentence and the rows' note, written from their codes, are
+// counted among the profile's notes as the events file writes them.
+func TestProfileCountsNotesOfCodes(t *testing.T) {
+	p := NewProfile(ProfileOptions{})
+	for range 2 {
+		p.Add(&event.Statement{Conn: "a>b", Cmd: "COM_QUERY", SQL: "select 1", Why: event.Expired, RowsBy: event.RowsCut, Parts: event.Parts{ClientUS: 5}})
+	}
+	want := []string{event.NoteRowsUnknown + " (2 statements)", event.Expired.Text() + " (2 statements)"}
+	if got := p.Result().Notes; !slices.Equal(got, want) {
+		t.Errorf("notes %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,5 +127,43 @@ func TestSampleKeepsWhatReadersLookFor(t *testing.T) {
 	h, _ := s.Holdings(ctx)
 	if h.Calls != 1000+int64(len(special)) || h.Kept != int64(len(got)) {
 		t.Errorf("minutes count %d calls, %d kept; want 1004 and %d", h.Calls, h.Kept, len(got))
+	}
+}
+
+// An unjoined statement keeps its row for a reason of its own; one left
+// without its half by the run's set-up or its budget (a deliberate reason:
+// the join sample, no statement history, no capture) is sampled as any.
+func TestSampleKeepsUnjoinedByReason(t *testing.T) {
+	w := openTemp(t).NewWriter(1, WriterOptions{SampleEvery: 100})
+	defer w.Close()
+	for _, r := range event.Reasons() {
+		st := statement(1)
+		st.Error, st.Joined, st.Why = nil, false, r
+		w.ordinal = 1 // the next ordinary statement is not the sample's
+		if got, want := w.keep(&st), !r.Deliberate(); got != want {
+			t.Errorf("%s: kept %v, want %v", r, got, want)
+		}
+	}
+}
+
+// The notes stored are the notes as written: the rows' note and the
+// reason's sentence rendered from their codes; read back, the rows' note
+// is its code again (the reason is not stored: its sentence stays).
+func TestNotesStoredAsWritten(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	w := s.NewWriter(1, WriterOptions{})
+	st := statement(1)
+	st.Joined, st.Why, st.Rows, st.RowsBy = false, event.Expired, 0, event.RowsCut
+	w.Add(&st)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Statements(ctx, Query{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d statements read (%v)", len(got), err)
+	}
+	if want := []string{"note 1", event.Expired.Text()}; !got[0].RowsUnknown() || !slices.Equal(got[0].Notes, want) {
+		t.Errorf("read back: rows unknown %v, notes %q; want true, %q", got[0].RowsUnknown(), got[0].Notes, want)
 	}
 }

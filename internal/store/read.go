@@ -87,9 +87,11 @@ func scanStatement(rows *sql.Rows) (event.Statement, error) {
 		st.PoolGroup = &g
 	}
 	if notes.Valid {
-		if err := json.Unmarshal([]byte(notes.String), &st.Notes); err != nil {
+		var written []string
+		if err := json.Unmarshal([]byte(notes.String), &written); err != nil {
 			return st, fmt.Errorf("notes: %w", err)
 		}
+		st.SetWrittenNotes(written) // the rows' note back into RowsBy (the reason is not stored: its sentence stays a note)
 	}
 	return st, nil
 }

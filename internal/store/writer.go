@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +26,9 @@ type WriterOptions struct {
 	OnFlush func(rows int, err error)
 	// SampleEvery keeps the row of 1 in SampleEvery ordinary statements
 	// (0 or 1: every one). Slow, failed, outlier and unjoined statements
-	// (with a reason other than the run's sampling) always keep theirs,
-	// and every statement is counted in its digest's minute.
+	// (with a reason of their own, not a deliberate one: the join sample,
+	// a run without statement history or without capture) always keep
+	// theirs, and every statement is counted in its digest's minute.
 	SampleEvery int
 	// SlowUS: a statement whose client or server time reaches it is slow
 	// (DefaultSlowUS if 0).
@@ -113,14 +115,14 @@ func (w *Writer) Add(st *event.Statement) error {
 }
 
 // keep decides whether st gets a row: always when it is one a reader
-// looks for (slow, failed, an outlier, unjoined for a reason of its own),
-// else 1 in SampleEvery.
+// looks for (slow, failed, an outlier, unjoined for a reason of its own,
+// not event.Reason.Deliberate), else 1 in SampleEvery.
 func (w *Writer) keep(st *event.Statement) bool {
 	if w.opts.SampleEvery <= 1 || st.Error != nil || st.Outlier ||
 		st.ClientUS >= w.opts.SlowUS || st.ServerUS >= w.opts.SlowUS {
 		return true
 	}
-	if !st.Joined && st.Why != event.ReasonNone && st.Why != event.SampledOut && st.Why != event.NoServer {
+	if !st.Joined && st.Why != event.ReasonNone && !st.Why.Deliberate() {
 		return true
 	}
 	w.ordinal++
@@ -296,8 +298,8 @@ func appendStatementArgs(args []any, run int64, s *event.Statement) []any {
 	if s.PoolGroup != nil {
 		group = int64(*s.PoolGroup)
 	}
-	if len(s.Notes) > 0 {
-		b, _ := json.Marshal(s.Notes) // []string always marshals
+	if s.HasNotes() { // as written: the rows' and the reason's sentences too
+		b, _ := json.Marshal(slices.Collect(s.AllNotes())) // []string always marshals
 		notes = string(b)
 	}
 	return append(args, run, s.Conn, int64(s.ConnID), s.User, s.DB, s.Cmd, s.SQL, s.Digest, s.DigestText,

@@ -172,14 +172,14 @@ func countList(m map[string]int64) string {
 }
 
 // reasonPhrase is what the text report says for a count's key: a
-// reason's sentence (without its "not joined: " lead, which the line
-// already says), or the key itself (a table name).
+// reason's phrase (its sentence without its kind's lead, "not joined: ",
+// which the line already says), or the key itself (a table name).
 func reasonPhrase(key string) string {
 	r, ok := event.ParseReason(key)
 	if !ok || r == event.ReasonNone {
 		return key
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(r.Text(), "not joined: "), "server only: ")
+	return r.Phrase()
 }
 
 // usText renders microseconds for the text report.

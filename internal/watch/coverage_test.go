@@ -15,7 +15,7 @@ func TestCoverageTallyCountsReasons(t *testing.T) {
 	for round := range 5 {
 		for i, r := range reasons[:2+round] {
 			for range i + 1 {
-				c.add(&event.Statement{TRespLast: 1, Why: r, Notes: []string{r.Text()}})
+				c.add(&event.Statement{TRespLast: 1, Why: r})
 				want[r.String()]++
 			}
 		}

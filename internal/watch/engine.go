@@ -248,6 +248,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	}
 	e.fitMemoryLimit()
 	e.sink = newSink(opts.WindowSize, out, e.noWire, ledger)
+	e.sink.lost = e.lostReason
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server)}, e.joined)
 	e.sample = e.newJoinSample()
@@ -456,8 +457,8 @@ const joinEvery = 250 * time.Millisecond
 
 // takeWire hands the joiner the wire statements queued now (not those that
 // keep arriving meanwhile: a busy capture must not hold the loop). Those
-// that cannot be joined go straight to the sink, with a note saying why:
-// no server rows are read, or the join sample leaves their connection out
+// that cannot be joined go straight to the sink, with their reason: no
+// server rows are read, or the join sample leaves their connection out
 // (never an outlier's).
 func (e *engine) takeWire() {
 	now := nowUS()
@@ -469,10 +470,10 @@ func (e *engine) takeWire() {
 		}
 		switch {
 		case !e.readsRows:
-			leftOut(s, event.NoServer, noServerNotes)
+			s.Why = event.NoServer // never handed to the joiner
 			e.sink.add(s)
 		case !s.Outlier && !joins(sample, s.Conn):
-			leftOut(s, event.SampledOut, sampledOutNotes)
+			s.Why = event.SampledOut
 			e.sink.add(s)
 		default:
 			e.joiner.AddWire(s, now)
@@ -480,53 +481,31 @@ func (e *engine) takeWire() {
 	}
 }
 
-// A statement never handed to the joiner usually had no notes: it gets
-// one of these shared slices, full to capacity so that a later append
-// copies it rather than writing into it (an allocation per statement was
-// a visible share of watch's CPU).
-var (
-	noServerNotes   = []string{event.NoServer.Text()}
-	sampledOutNotes = []string{event.SampledOut.Text()}
-)
-
-// leftOut marks s unjoined for why: never handed to the joiner.
-func leftOut(s *event.Statement, why event.Reason, note []string) {
-	s.Notes = addNote(s.Notes, note)
-	s.Why = why
-}
-
-// addNote appends the one note of shared to notes, or returns shared
-// itself when notes is empty.
-func addNote(notes, shared []string) []string {
-	if len(notes) == 0 {
-		return shared[:1:1]
-	}
-	return append(notes, shared[0])
-}
-
-// joined is the joiner's output, on whichever goroutine fed it: a
-// statement given up without its row says why as precisely as watch can
-// tell (the ring's losses are known here, not in the joiner).
+// joined is the joiner's output, on whichever goroutine fed it. An
+// outlier the join gave up without its row gets the note that says why
+// watch's read of its thread did not find it; its reason is decided in the
+// sink (lostReason knows what the joiner cannot).
 func (e *engine) joined(s *event.Statement) {
-	if !s.Joined && len(s.Notes) > 0 {
-		waited := s.Why == event.NoRow || s.Why == event.Expired || s.Why == event.RunEnd
-		switch {
-		case waited && !s.Outlier && (!joins(e.sample.get(), s.Conn) || e.sample.lostToSample(s.ConnID, s.TReqFirst)):
-			// Handed to the joiner before the budget cut its connection
-			// out of the sample: the poller dropped its row since. Or
-			// its connection was out when its row was read, and a later
-			// cut (another pivot, another share) holds it again.
-			s.Notes[len(s.Notes)-1] = event.SampledOut.Text()
-			s.Why = event.SampledOut
-		case waited && e.losses.covers(s.TRespLast):
-			s.Notes[len(s.Notes)-1] = event.RingLost.Text() // the joiner's note, last
-			s.Why = event.RingLost
-		}
-		if s.Outlier {
-			s.Notes = append(s.Notes, e.outlierMiss)
-		}
+	if s.Outlier && s.Why.Kind() == event.KindUnjoined {
+		s.Notes = append(s.Notes, e.outlierMiss)
 	}
 	e.sink.add(s)
+}
+
+// lostReason is why the row of a statement the join waited for never came,
+// when watch knows and the joiner cannot (the sink's decideReason asks):
+// its connection was cut out of the join sample after the joiner took it,
+// so the poller dropped its row since (or its connection was out when its
+// row was read, and a later cut, another pivot or another share, holds it
+// again); or the ring lost rows over its time. ReasonNone: nothing known.
+func (e *engine) lostReason(s *event.Statement) event.Reason {
+	switch {
+	case !s.Outlier && (!joins(e.sample.get(), s.Conn) || e.sample.lostToSample(s.ConnID, s.TReqFirst)):
+		return event.SampledOut
+	case e.losses.covers(s.TRespLast):
+		return event.RingLost
+	}
+	return event.ReasonNone
 }
 
 // finish stops the capture, drains what it queued, gives the server rows of

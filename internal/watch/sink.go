@@ -47,6 +47,12 @@ type sink struct {
 	// ledger attributes lock waits and builds transactions (locks.go),
 	// shared with the wire stage: its own lock.
 	ledger *txn.Ledger
+	// then is deliver as a value, made once (a method value made at each
+	// call would allocate).
+	then func(*event.Statement)
+	// lost is what watch knows of a waited statement's missing row
+	// (engine.lostReason), for decideReason; nil: nothing.
+	lost func(*event.Statement) event.Reason
 }
 
 // ConnSummary is one connection's time, for the live view's per-connection
@@ -71,7 +77,7 @@ func newSink(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledg
 	if serverOnly {
 		profile = serverOnlyProfile()
 	}
-	return &sink{
+	k := &sink{
 		profile:    profile,
 		serverOnly: serverOnly,
 		window:     newStmtRing(windowSize),
@@ -80,16 +86,18 @@ func newSink(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledg
 		out:        out,
 		ledger:     ledger,
 	}
+	k.then = k.deliver
+	return k
 }
 
 func (k *sink) add(s *event.Statement) {
 	if !s.Joined {
-		s.Why = UnjoinedReason(s) // one reason, the same in the event and the counts
+		s.Why = decideReason(s, k.lost) // one reason, the same in the event, its notes and the counts
 	}
 	// Its lock wait before anything counts or writes it: a statement the
 	// ledger holds for a release the wire has yet to show comes back
 	// through deliver later.
-	k.ledger.Finished(s, true, k.deliver)
+	k.ledger.Finished(s, true, k.then)
 }
 
 // deliver counts s and hands it on.

@@ -60,17 +60,36 @@ type Health struct {
 }
 
 // UnjoinedReason names why s stayed unjoined (ReasonNone for a joined
-// statement): the reason the capture, the join or watch recorded on it.
-func UnjoinedReason(s *event.Statement) event.Reason {
+// statement), as watch decides it (decideReason) from what the capture and
+// the join recorded on it: for a statement watch reported, the reason it
+// carries.
+func UnjoinedReason(s *event.Statement) event.Reason { return decideReason(s, nil) }
+
+// decideReason is the one place a statement's reason is decided, once,
+// when it reaches the sink: the capture and the join propose one (s.Why),
+// and watch adds what they cannot know. A server statement keeps its
+// server-only reason; a wire statement with no response had nothing to
+// join, whatever the join gave up; a give-up of a statement whose row
+// the join waited for (Reason.Waited) takes what lost knows of the row
+// (the ring lost it, the join sample dropped it; lost may be nil); a
+// statement with no reason says so. The reason's sentence is written
+// from it where the statement is (event.Statement.AllNotes).
+func decideReason(s *event.Statement, lost func(*event.Statement) event.Reason) event.Reason {
 	switch {
 	case s.Joined:
 		return event.ReasonNone
-	case !s.HasResponse() && !s.Why.ServerOnly():
-		return event.NoResponse
-	case s.Why != event.ReasonNone:
+	case s.Why.ServerOnly():
 		return s.Why
+	case !s.HasResponse():
+		return event.NoResponse
+	case s.Why == event.ReasonNone:
+		return event.NoReason
+	case s.Why.Waited() && lost != nil:
+		if r := lost(s); r != event.ReasonNone {
+			return r
+		}
 	}
-	return event.NoReason
+	return s.Why
 }
 
 // StatementFunc is a sink that wants statements only: f is called for

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,54 @@ func TestUnjoinedReason(t *testing.T) {
 		if got := UnjoinedReason(&c.s); got != c.want {
 			t.Errorf("%+v: %v, want %v", c.s, got, c.want)
 		}
+	}
+}
+
+// decideReason takes what watch knows of a missing row for the reasons
+// whose row the join waited for, and for those only; no response and a
+// server statement's reason come first.
+func TestDecideReason(t *testing.T) {
+	lost := func(*event.Statement) event.Reason { return event.RingLost }
+	nothing := func(*event.Statement) event.Reason { return event.ReasonNone }
+	for _, r := range event.Reasons() {
+		s := event.Statement{TRespLast: 5, Why: r}
+		want := r
+		if r.Waited() {
+			want = event.RingLost
+		}
+		if r.Kind() == event.KindUnmatchedRow { // never on a statement; decided as any other
+			continue
+		}
+		if got := decideReason(&s, lost); got != want {
+			t.Errorf("%s: decided %s, want %s", r, got, want)
+		}
+		if got := decideReason(&s, nothing); got != r {
+			t.Errorf("%s with nothing known: decided %s", r, got)
+		}
+		if got := decideReason(&s, nil); got != r {
+			t.Errorf("%s without watch's knowledge: decided %s", r, got)
+		}
+		quit := event.Statement{Cmd: "COM_QUIT", Why: r}
+		if got, want := decideReason(&quit, lost), event.NoResponse; got != want && !r.ServerOnly() {
+			t.Errorf("no response, proposed %s: decided %s, want %s", r, got, want)
+		}
+	}
+}
+
+// An outlier the join gave up says why watch's read of its thread missed
+// it; one whose row was found and its split withheld does not.
+func TestOutlierMissNote(t *testing.T) {
+	var got []*event.Statement
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: "outlier missed"}
+	e.sink = newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
+	e.sink.lost = e.lostReason
+	given := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.Expired}
+	withheld := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.UnexplainedDelivery}
+	e.joined(given)
+	e.joined(withheld)
+	e.sink.out.close()
+	if len(got) != 2 || !slices.Equal(given.Notes, []string{"outlier missed"}) || len(withheld.Notes) != 0 {
+		t.Errorf("notes: given up %q, withheld %q", given.Notes, withheld.Notes)
 	}
 }
 

@@ -18,7 +18,7 @@ type stmtRing struct {
 
 // windowStmt is what the window keeps of a statement: the fields the
 // diagnosis rules read, the decomposition, and why a statement was left
-// unjoined (its notes and reason). It leaves out what only the join, the
+// unjoined (its notes and reason) or its rows unknown (RowsBy). It leaves out what only the join, the
 // sinks and the events file use (the request's and response's other
 // ends, the transit time, the zero-window spans, the server's lock time
 // and rows examined, the fingerprint, the text hash, the tags and the
@@ -50,6 +50,7 @@ type windowStmt struct {
 	joined      bool
 	outlier     bool
 	why         event.Reason
+	rowsBy      event.RowsSource
 	known       event.Counters
 }
 
@@ -59,7 +60,7 @@ func toWindow(s *event.Statement) windowStmt {
 		joinSource: s.JoinSource, connID: s.ConnID, tReqFirst: s.TReqFirst, tRespLast: s.TRespLast,
 		parts: s.Parts, serverUS: s.ServerUS, rows: s.Rows, reqBytes: s.ReqBytes, respBytes: s.RespBytes,
 		zeroWindow: s.ZeroWindowUS, err: s.Error, notes: s.Notes, poolGroup: s.PoolGroup, txn: s.TxnInfo, lock: s.LockWait,
-		retransmits: int32(min(s.Retransmits, 1<<31-1)), joined: s.Joined, outlier: s.Outlier, why: s.Why, known: s.Known,
+		retransmits: int32(min(s.Retransmits, 1<<31-1)), joined: s.Joined, outlier: s.Outlier, why: s.Why, rowsBy: s.RowsBy, known: s.Known,
 	}
 }
 
@@ -69,7 +70,7 @@ func (w *windowStmt) statement() event.Statement {
 		JoinSource: w.joinSource, ConnID: w.connID, TReqFirst: w.tReqFirst, TRespLast: w.tRespLast,
 		Parts: w.parts, ServerUS: w.serverUS, Rows: w.rows, ReqBytes: w.reqBytes, RespBytes: w.respBytes,
 		ZeroWindowUS: w.zeroWindow, Error: w.err, Notes: w.notes, PoolGroup: w.poolGroup, TxnInfo: w.txn, LockWait: w.lock,
-		Retransmits: int(w.retransmits), Joined: w.joined, Outlier: w.outlier, Why: w.why, Known: w.known,
+		Retransmits: int(w.retransmits), Joined: w.joined, Outlier: w.outlier, Why: w.why, RowsBy: w.rowsBy, Known: w.known,
 	}
 }
 

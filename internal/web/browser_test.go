@@ -70,7 +70,7 @@ func fixture(t *testing.T, v *View, now time.Time) {
 		s.TRespFirst = at + s.ClientUS - s.DeliveryUS
 		s.TRespLast = at + s.ClientUS
 		if rng.IntN(25) == 0 { // unjoined: its parts unknown
-			s.Joined, s.Digest, s.Notes = false, "", []string{"not joined: server row not read within --max-wait"}
+			s.Joined, s.Digest, s.Why = false, "", event.Expired
 			s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS, s.ServerUS = 0, 0, 0, 0, 0, 0
 		}
 		v.Statement(&s)
@@ -94,7 +94,7 @@ func fixture(t *testing.T, v *View, now time.Time) {
 	v.Snapshot(&watch.Snapshot{TimeUS: end, Flavor: "mariadb", Version: "10.11.6-MariaDB", Worst: worst, Findings: findings,
 		Groups: []watch.GroupSummary{{Group: 0, Statements: 1200, QueueUS: 41_000_000, MaxQueueUS: 198_000}, {Group: 1, Statements: 1180, QueueUS: 39_500_000, MaxQueueUS: 190_000}},
 		Health: watch.Health{Statements: int64(windowUS / 200_000), Joined: int64(windowUS/200_000) * 24 / 25,
-			Unjoined: map[string]int64{"expired": 160, "tls": 12, "no_response": 8}, CPUSeconds: 14.2}})
+			Unjoined: map[string]int64{"expired": 160, "tls": 12, "no_response": 8, "unexplained_delivery": 3}, CPUSeconds: 14.2}})
 }
 
 // chromium finds Debian's chromium (scripts/install-deps.sh installs it);
@@ -197,11 +197,20 @@ func TestPageInChromium(t *testing.T) {
 			t.Errorf("%s series too short (%d moves): %.200s", id, n, m[1])
 		}
 	}
+	// The header's reasons in the words of event's table, served with the
+	// page: unexplained_delivery too, never as a bare code.
 	header := section(dom, "coverage-line")
-	for _, want := range []string{`data-reason="expired"`, "server row not read within --max-wait", "encrypted (TLS)", `id="joined"`, "(96%)"} {
+	for _, want := range []string{`data-reason="expired"`, "server row not read within --max-wait", "encrypted (TLS)", `id="joined"`, "(96%)",
+		`data-reason="unexplained_delivery"`, "3 " + event.UnexplainedDelivery.Label(), "160 " + event.Expired.Label(), "12 " + event.TLS.Label(), "8 " + event.NoResponse.Label()} {
 		if !strings.Contains(header, want) {
 			t.Errorf("header lacks %q: %.600s", want, tags.ReplaceAllString(header, ""))
 		}
+	}
+	if strings.Contains(header, "unexplained delivery") {
+		t.Errorf("the header shows unexplained_delivery as a bare code: %.600s", tags.ReplaceAllString(header, ""))
+	}
+	if cov := section(dom, "coverage"); !strings.Contains(cov, event.UnexplainedDelivery.Kind().Lead()+event.UnexplainedDelivery.Label()) {
+		t.Errorf("the coverage table lacks %q: %.600s", event.UnexplainedDelivery.Kind().Lead()+event.UnexplainedDelivery.Label(), tags.ReplaceAllString(cov, " "))
 	}
 	if t.Failed() {
 		t.Logf("DOM: %.6000s", dom)

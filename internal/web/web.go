@@ -4,6 +4,7 @@
 // history of the last 15 minutes (charts, per-digest table, filter
 // choices), filtered by the query's digest, user, db and group. The page
 // long-polls it, so it updates as soon as watch publishes a new snapshot.
+// The reasons' words come with the page, from event's table of reasons.
 // It is a watch Sink.
 package web
 
@@ -107,9 +108,42 @@ func (v *View) Handler() http.Handler {
 	return mux
 }
 
+// pageData is what the page is rendered with: JSON data blocks.
+type pageData struct {
+	// Initial is the message for the page's filter (message).
+	Initial template.JS
+	// Reasons are the reasons' words (reasonsJSON).
+	Reasons template.JS
+}
+
+// reasonWords is what the page says of a reason: its kind, the lead of a
+// line of that kind ("not joined: "), a few words for a crowded line and
+// its sentence, all from event's one table of reasons.
+type reasonWords struct {
+	Kind  string `json:"kind"`
+	Lead  string `json:"lead"`
+	Label string `json:"label"`
+	Text  string `json:"text"`
+}
+
+// reasonsJSON is every reason's words by name, served with the page: the
+// page keeps no copy of the table to drift from it.
+var reasonsJSON = func() []byte {
+	m := map[string]reasonWords{}
+	for _, r := range event.Reasons() {
+		m[r.String()] = reasonWords{Kind: r.Kind().String(), Lead: r.Kind().Lead(), Label: r.Label(), Text: r.Text()}
+	}
+	b, err := json.Marshal(m) // escapes <, > and &, as the page's blocks need
+	if err != nil {
+		panic(err) // strings only: cannot happen
+	}
+	return b
+}()
+
 // servePage serves the page with the data of its query's filter in a
 // JSON data block (not a script: the CSP allows none inline), so the page
-// draws at once and a filtered link shows the filtered page.
+// draws at once and a filtered link shows the filtered page, and the
+// reasons' words in another.
 func (v *View) servePage(w http.ResponseWriter, r *http.Request) {
 	body, err := v.body(filterOf(r.URL.Query()))
 	if err != nil {
@@ -118,7 +152,7 @@ func (v *View) servePage(w http.ResponseWriter, r *http.Request) {
 	}
 	var b bytes.Buffer
 	// json.Marshal escapes <, > and &: a statement's text cannot close the block.
-	if err := page.Execute(&b, template.JS(body)); err != nil {
+	if err := page.Execute(&b, pageData{Initial: template.JS(body), Reasons: template.JS(reasonsJSON)}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +218,50 @@ func TestHistoryFiltersAndBounds(t *testing.T) {
 	}
 	if n != 5000 || len(l.Digests) != maxListed || !strings.Contains(fmt.Sprint(l.Digests), otherDigest) {
 		t.Errorf("%d calls in %d digest rows, want 5000 in %d, one of them %s", n, len(l.Digests), maxListed, otherDigest)
+	}
+}
+
+// The page's reasons are event's table, served with it: every reason the
+// table has, with its words, and none it lacks (the page once kept a copy
+// that listed no_server_row, which does not exist, and lacked
+// unexplained_delivery, shown as a bare code); the script keeps no words
+// of its own for a reason.
+func TestPageReasonsFromTable(t *testing.T) {
+	srv := httptest.NewServer(New().Handler())
+	defer srv.Close()
+	m := regexp.MustCompile(`<script id="reasons" type="application/json">([^<]*)</script>`).FindStringSubmatch(get(t, srv.URL+"/"))
+	if m == nil {
+		t.Fatal("the page has no reasons block")
+	}
+	var got map[string]reasonWords
+	if err := json.Unmarshal([]byte(m[1]), &got); err != nil {
+		t.Fatalf("reasons block %q: %v", m[1], err)
+	}
+	want := map[string]reasonWords{}
+	for _, r := range event.Reasons() {
+		want[r.String()] = reasonWords{Kind: r.Kind().String(), Lead: r.Kind().Lead(), Label: r.Label(), Text: r.Text()}
+	}
+	for name, w := range want {
+		if g, ok := got[name]; !ok || g != w || g.Label == "" {
+			t.Errorf("the page's reason %q is %+v, want %+v", name, g, w)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("the page lists a reason %q the table does not have", name)
+		}
+	}
+	if _, ok := got["unexplained_delivery"]; !ok {
+		t.Error("the page lacks unexplained_delivery")
+	}
+	if _, ok := got["no_server_row"]; ok {
+		t.Error("the page lists no_server_row")
+	}
+	js := get(t, srv.URL+"/assets/app.js")
+	for _, name := range append(slices.Collect(maps.Keys(want)), "no_server_row") {
+		// a key of an object literal, or a quoted name
+		if regexp.MustCompile(`(^|[^\w."'])` + name + `\s*:|["'` + "`" + `]` + name + `["'` + "`" + `]`).MatchString(js) {
+			t.Errorf("app.js names the reason %q itself: its words must come from the served table", name)
+		}
 	}
 }

@@ -10,25 +10,13 @@ const phaseLabel = {request: "request", queue: "queue", exec: "exec", send_stall
 const partUS = s => [s.request_us, s.queue_us, s.exec_us, s.send_stall_us, s.delivery_us];
 const SVG = "http://www.w3.org/2000/svg";
 
-// Why statements stayed unjoined, by the reason names watch counts them under.
-const reasonText = {
-  no_response: "no response to join (COM_QUIT and the like)",
-  tls: "encrypted (TLS): no text to match",
-  no_text: "prepared before the capture started",
-  incomplete: "connection ended mid-response",
-  mid_stream: "capture started mid-connection",
-  no_conn: "connection's thread never learnt",
-  no_row: "server row never seen",
-  no_server_row: "no performance_schema row matched in time",
-  expired: "server row not read within --max-wait",
-  evicted: "given up: too many waiting for their rows",
-  run_end: "run ended before the row was read",
-  restart: "server restarted before the row was read",
-  ring_lost: "history_long turned over before it was read",
-  no_server: "statement history not read this run",
-  sampled_out: "left out of the join sample (CPU budget)",
-  no_reason: "no reason recorded",
-};
+// Why statements stayed unjoined, by the reason names watch counts them
+// under: gapscope's one table of reasons, served with the page (its
+// "reasons" block: kind, lead, label and text by name). The page keeps no
+// words of its own for a reason.
+const reasons = JSON.parse(document.getElementById("reasons").textContent);
+const reasonLabel = r => (reasons[r] && reasons[r].label) || r.replace(/_/g, " ");
+const reasonLead = r => reasons[r] ? reasons[r].lead : "not joined: ";
 
 let seq = 0;
 let last = null; // the last message drawn
@@ -202,7 +190,7 @@ function renderHeader(msg) {
     line.push(" · not joined ", el("b", {id: "unjoined"}, num(unjoined)), ": ");
     reasons.forEach(([r, n], i) => {
       if (i) line.push(", ");
-      line.push(el("span", {class: "why", "data-reason": r}, num(n) + " " + (reasonText[r] || r.replace(/_/g, " "))));
+      line.push(el("span", {class: "why", "data-reason": r}, num(n) + " " + reasonLabel(r)));
     });
   } else {
     line.push(" · not joined ", el("b", {id: "unjoined"}, "0"));
@@ -392,7 +380,7 @@ function statement(s) {
     parts.forEach((us, i) => legend.append(el("span", {class: "k-" + phases[i]}, phaseLabel[phases[i]] + " " + dur(us))));
   } else {
     bar = el("div", {class: "bar"});
-    legend.append(el("span", {class: "k-none"}, "not joined: parts unknown" + (s.reason ? " (" + (reasonText[s.reason] || s.reason.replace(/_/g, " ")) + ")" : "")));
+    legend.append(el("span", {class: "k-none"}, "not joined: parts unknown" + (s.reason ? " (" + reasonLabel(s.reason) + ")" : "")));
   }
   const meta = [dur(s.client_us), s.conn, s.user, s.db, s.pool_group !== undefined && s.pool_group !== null ? "group " + s.pool_group : "",
     s.error ? "error " + s.error.code : ""].filter(Boolean);
@@ -475,7 +463,7 @@ function renderSnapshot(s) {
     s.conns.map(c => [c.Conn, num(c.Statements), dur(c.QueueUS), dur(c.StallUS)]))] : [], "none yet");
   const h = s.health;
   const cov = Object.entries(h.unjoined || {}).sort((a, b) => b[1] - a[1])
-    .map(([r, n]) => ["not joined: " + (reasonText[r] || r.replace(/_/g, " ")), num(n)]);
+    .map(([r, n]) => [reasonLead(r) + reasonLabel(r), num(n)]);
   fill("coverage", [table(["", ""], [["statements", num(h.statements)], ["joined", num(h.joined)], ...cov,
     ["wire statements dropped (joiner queue full)", num(h.queue_drops)], ["packets dropped (known at the end)", num(h.packets_dropped)],
     ["performance_schema rows lost", num(h.ring_lost)], ["gapscope CPU seconds", (h.cpu_seconds || 0).toFixed(2)],
