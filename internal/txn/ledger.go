@@ -10,6 +10,7 @@ package txn
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/gapscope/gapscope/internal/event"
 )
@@ -99,8 +100,11 @@ type Ledger struct {
 	// wire has gone GraceUS past its end (waiters still being joined may
 	// yet be attributed to it), or once it is MaxHoldUS old.
 	ended []*record
-	// newest is the latest time the wire showed (Unix µs).
-	newest int64
+	// newest is the latest time the wire showed (Unix µs; advance);
+	// waiting counts the held statements and ended transactions, for
+	// Wire's path without the lock.
+	newest  atomic.Int64
+	waiting atomic.Int64
 	// held are statements waiting for a release the wire may yet show
 	// (Finished).
 	held []heldStmt
@@ -230,11 +234,24 @@ func (l *Ledger) Wire(s *event.Statement) {
 	if s.Conn == "" {
 		return
 	}
+	ddl := isDDL(s.DigestText, s.SQL)
+	if s.TxnSeq == 0 && !ddl {
+		// Outside a transaction (the capture numbers every statement of
+		// one, its end and a COM_QUIT inside one included): only the clock
+		// moves, without the lock while nothing waits for it (most
+		// statements of most applications).
+		l.advance(max(s.TReqFirst, s.TRespLast))
+		if l.waiting.Load() == 0 {
+			return
+		}
+		l.Tick(0)
+		return
+	}
 	l.mu.Lock()
 	var done []*event.Transaction
 	c := l.connOf(s)
 	c.lastReq = s.TReqFirst
-	l.newest = max(l.newest, s.TReqFirst, s.TRespLast)
+	l.advance(max(s.TReqFirst, s.TRespLast))
 	if c.open != nil && (s.TxnSeq != c.open.t.Seq || s.Cmd == "COM_QUIT") {
 		// A new number without the old one's end: a BEGIN inside it, or a
 		// status the wire missed, ended it; COM_QUIT rolls it back.
@@ -244,7 +261,7 @@ func (l *Ledger) Wire(s *event.Statement) {
 		}
 		done = l.endOpen(c, end, c.lastResp, done)
 	}
-	if s.TxnSeq != 0 {
+	if s.TxnSeq != 0 && s.Cmd != "COM_QUIT" {
 		if c.open == nil {
 			c.open = l.begin(c, s)
 		}
@@ -280,7 +297,7 @@ func (l *Ledger) Wire(s *event.Statement) {
 			}
 		}
 	}
-	if isDDL(s.DigestText, s.SQL) && s.TRespLast != 0 {
+	if ddl && s.TRespLast != 0 {
 		// A DDL statement holds its table's metadata lock until it ends:
 		// statements queued behind it are released then.
 		l.rel.add(release{
@@ -291,6 +308,7 @@ func (l *Ledger) Wire(s *event.Statement) {
 	}
 	hs, done := l.letGo(false, done)
 	done = l.due(done)
+	l.count()
 	l.mu.Unlock()
 	l.emit(done)
 	runHeld(hs)
@@ -343,8 +361,8 @@ func (l *Ledger) due(done []*event.Transaction) []*event.Transaction {
 			n++
 			continue
 		}
-		old := r.t.End < l.newest-l.opts.MaxHoldUS || len(l.ended)-n > l.opts.MaxConns
-		if !old && (r.doneN < r.wireN || r.t.End > l.newest-l.opts.GraceUS) {
+		old := r.t.End < l.newest.Load()-l.opts.MaxHoldUS || len(l.ended)-n > l.opts.MaxConns
+		if !old && (r.doneN < r.wireN || r.t.End > l.newest.Load()-l.opts.GraceUS) {
 			break
 		}
 		delete(l.closing, txnKey{r.t.Conn, r.t.Seq})
@@ -362,10 +380,11 @@ func (l *Ledger) due(done []*event.Transaction) []*event.Transaction {
 // Tick tells the ledger the time (Unix µs) when the wire is quiet, so
 // that the transactions due are written.
 func (l *Ledger) Tick(nowUS int64) {
+	l.advance(nowUS)
 	l.mu.Lock()
-	l.newest = max(l.newest, nowUS)
 	hs, done := l.letGo(false, nil)
 	done = l.due(done)
+	l.count()
 	l.mu.Unlock()
 	l.emit(done)
 	runHeld(hs)
@@ -406,10 +425,12 @@ func (l *Ledger) Finished(s *event.Statement, hold bool, then func(*event.Statem
 	if hold && s.LockWait == nil && l.mightWait(s) {
 		_, to := execSpan(s)
 		l.held = append(l.held, heldStmt{s: s, then: then, until: to + l.opts.HoldUS})
+		l.count()
 		l.mu.Unlock()
 		return
 	}
 	done := l.finish(s, nil)
+	l.count()
 	l.mu.Unlock()
 	l.emit(done)
 	then(s)
@@ -430,7 +451,7 @@ func (l *Ledger) mightWait(s *event.Statement) bool {
 
 // finish completes s's transaction record.
 func (l *Ledger) finish(s *event.Statement, done []*event.Transaction) []*event.Transaction {
-	if s.TxnSeq != 0 && s.Conn != "" {
+	if s.TxnSeq != 0 && s.Conn != "" && s.Cmd != "COM_QUIT" {
 		done = l.account(s, done)
 	}
 	return done
@@ -445,7 +466,7 @@ func (l *Ledger) letGo(every bool, done []*event.Transaction) ([]heldStmt, []*ev
 	var out []heldStmt
 	kept := l.held[:0]
 	for _, h := range l.held {
-		if !every && h.until > l.newest {
+		if !every && h.until > l.newest.Load() {
 			kept = append(kept, h)
 			continue
 		}
@@ -489,6 +510,7 @@ func (l *Ledger) account(s *event.Statement, done []*event.Transaction) []*event
 func (l *Ledger) Close() {
 	l.mu.Lock()
 	hs, done := l.letGo(true, nil)
+	l.count()
 	l.mu.Unlock()
 	runHeld(hs)
 	l.mu.Lock()
@@ -508,6 +530,20 @@ func (l *Ledger) Close() {
 			done = r.out(done)
 		}
 	}
+	l.count()
 	l.mu.Unlock()
 	l.emit(done)
 }
+
+// advance moves the wire's clock to us when later.
+func (l *Ledger) advance(us int64) {
+	for {
+		cur := l.newest.Load()
+		if us <= cur || l.newest.CompareAndSwap(cur, us) {
+			return
+		}
+	}
+}
+
+// count keeps waiting in step with what is held; called with the lock.
+func (l *Ledger) count() { l.waiting.Store(int64(len(l.held) + len(l.ended))) }

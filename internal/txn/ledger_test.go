@@ -215,7 +215,7 @@ func TestOpenTransactionsAndBounds(t *testing.T) {
 	feed(l,
 		stmt(a, 10, "begin", 0, 10, event.TxnInfo{TxnSeq: 1}),
 		stmt(a, 10, "update t set v = ?", 20, 30, event.TxnInfo{TxnSeq: 1, TxnIdleBeforeUS: 10}),
-		&event.Statement{Conn: a, ConnID: 10, Cmd: "COM_QUIT", TReqFirst: 40},
+		&event.Statement{Conn: a, ConnID: 10, Cmd: "COM_QUIT", TReqFirst: 40, TxnInfo: event.TxnInfo{TxnSeq: 1}}, // the capture numbers a COM_QUIT inside a transaction
 		stmt(a, 10, "begin", 50, 60, event.TxnInfo{TxnSeq: 2}),
 	)
 	l.Close()
