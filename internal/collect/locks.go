@@ -181,11 +181,21 @@ func instrumentEnabled(ctx context.Context, db queryer, name string) bool {
 	return err == nil && isOn(en)
 }
 
+// MinLockWaitsInterval is the least time between two ReadLockWaits calls
+// that each see the present. InnoDB serves INNODB_TRX, INNODB_LOCKS and
+// INNODB_LOCK_WAITS (and MySQL 8's sys views join INNODB_TRX) from one
+// cache that it refills only once nobody has read it for 100 ms
+// (trx0i_s.cc, CACHE_MIN_IDLE_TIME_NS): read more often, by gapscope or
+// by any other client of the server, it keeps returning the snapshot of
+// the first read.
+const MinLockWaitsInterval = 150 * time.Millisecond
+
 // ReadLockWaits reads who waits for whom now: InnoDB row locks, metadata
 // locks and table-level locks, each from the best source src names, and
 // the connections' processlist rows. RootID is set on every wait. A source
 // that fails does not stop the others: the waits read are returned with
-// the errors joined. Nothing waiting: nil, nil.
+// the errors joined. Nothing waiting: nil, nil. Calls closer together than
+// MinLockWaitsInterval see the same InnoDB snapshot.
 func ReadLockWaits(ctx context.Context, db queryer, src LockSources) ([]LockWait, error) {
 	var waits []LockWait
 	var errs []error

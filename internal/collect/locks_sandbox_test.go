@@ -130,9 +130,13 @@ func waitState(t testing.TB, mon *sql.DB, id uint64, state string) {
 	waitFor(t, mon, state, "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?", id)
 }
 
-func waitRowLockWait(t testing.TB, mon *sql.DB, id uint64) {
+// waitRowLockWaits waits until n connections wait for InnoDB row locks,
+// read from the live counter: INNODB_TRX and INNODB_LOCK_WAITS are a
+// cache InnoDB refreshes only once unread for 100 ms, which polling them
+// would keep stale.
+func waitRowLockWaits(t testing.TB, mon *sql.DB, n int) {
 	t.Helper()
-	waitFor(t, mon, "LOCK WAIT", "SELECT trx_state FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ?", id)
+	waitFor(t, mon, fmt.Sprint(n), "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_ROW_LOCK_CURRENT_WAITS'")
 }
 
 func sourcesOf(t testing.TB, mon *sql.DB) LockSources {
@@ -171,7 +175,7 @@ func TestLockWaitsRowSandbox(t *testing.T) {
 	b, bID := lockClient(t, inst)
 	lockExec(t, a, "BEGIN", "UPDATE t SET v = v + 1 WHERE id = 7")
 	done := goExec(b, "UPDATE t SET v = v + 1 WHERE id = 7")
-	waitRowLockWait(t, mon, bID)
+	waitRowLockWaits(t, mon, 1)
 
 	src := sourcesOf(t, mon)
 	if src.Rows != SrcInnoDBLockWaits || src.MDL != SrcMetadataLocks || !src.TableHandles || !src.InnoDBTrx {
@@ -219,7 +223,7 @@ func TestLockWaitsSharedHolderSandbox(t *testing.T) {
 	lockExec(t, other, "BEGIN", "SELECT * FROM t WHERE id = 8 LOCK IN SHARE MODE")
 	lockExec(t, idle, "BEGIN", "SELECT * FROM t WHERE id = 9") // no lock: no candidate
 	done := goExec(b, "DELETE FROM t WHERE id = 7")
-	waitRowLockWait(t, mon, bID)
+	waitRowLockWaits(t, mon, 1)
 	waits, err := ReadLockWaits(context.Background(), mon, sourcesOf(t, mon))
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +454,7 @@ func BenchmarkReadLockWaits1000Txns(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if _, err := mon.Exec("INSERT INTO lk.t SELECT seq, 0 FROM seq_11_to_1100"); err != nil {
+			if _, err := mon.Exec("INSERT INTO lk.t SELECT seq, 0 FROM lk.seq_11_to_1100"); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := mon.Exec("CREATE TABLE lk.u (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
@@ -497,10 +501,10 @@ func BenchmarkReadLockWaits1000Txns(b *testing.B) {
 				}
 			}()
 			var waiting []<-chan error
-			for _, row := range []int{1, 500, 1000} {
-				c, id := lockClient(b, inst)
+			for i, row := range []int{1, 500, 1000} {
+				c, _ := lockClient(b, inst)
 				waiting = append(waiting, goExec(c, fmt.Sprintf("UPDATE t SET v = v + 1 WHERE id = %d", row)))
-				waitRowLockWait(b, mon, id)
+				waitRowLockWaits(b, mon, i+1)
 			}
 			idle, _ := lockClient(b, inst)
 			lockExec(b, idle, "BEGIN", "SELECT * FROM u")
@@ -527,17 +531,29 @@ func BenchmarkReadLockWaits1000Txns(b *testing.B) {
 			if len(waits) != 6 || strings.Count(strings.Join(kinds, ","), event.LockRow) != 3 {
 				b.Fatalf("read %d waits (%v), want 3 row and 3 metadata lock waits", len(waits), kinds)
 			}
-			var open int
-			if err := mon.QueryRow("SELECT COUNT(*) FROM information_schema.INNODB_TRX").Scan(&open); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(open), "txns")
+			// Each call MinLockWaitsInterval after the previous one, as
+			// watch makes them: InnoDB then refills its lock-wait cache
+			// (walking every transaction) at each call, as it would in use.
+			var took []time.Duration
 			for b.Loop() {
+				b.StopTimer()
+				time.Sleep(MinLockWaitsInterval)
+				b.StartTimer()
+				t0 := time.Now()
 				if _, err := ReadLockWaits(ctx, mon, src); err != nil {
 					b.Fatal(err)
 				}
+				took = append(took, time.Since(t0))
 			}
 			b.StopTimer()
+			// The spread of single calls, beside the mean (ns/op).
+			slices.Sort(took)
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+			b.ReportMetric(ms(took[0]), "min-ms")
+			b.ReportMetric(ms(took[len(took)/2]), "p50-ms")
+			b.ReportMetric(ms(took[len(took)*9/10]), "p90-ms")
+			b.ReportMetric(ms(took[len(took)-1]), "max-ms")
+			b.ReportMetric(txns, "txns")
 			lockExec(b, idle, "COMMIT")
 			for _, c := range conns {
 				c.ExecContext(ctx, "ROLLBACK")
