@@ -28,7 +28,7 @@ type Converter struct {
 	lazy   bool
 	intern Interner
 	// waits is the rest of the block the statements' lock waits are
-	// handed out from (lockWait).
+	// handed out from (lockWaitOf).
 	waits []event.LockWait
 }
 
