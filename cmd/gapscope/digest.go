@@ -46,8 +46,10 @@ The text report is a profile table (rank, query ID, response time and share,
 calls, time per call, variance-to-mean, the class's text cut to the line
 width) and then, per class, its attributes (time: total, min, max, avg, 95%,
 99%, stddev, median; lock time, rows sent/examined/affected, bytes sent),
-databases, users and hosts, the slow log's plan fields when it has them, the
-query-time histogram and its slowest call. Percentiles are exact while a
+databases, users and hosts, the calls that waited for a row lock and how long
+(Percona's InnoDB_rec_lock_wait), the slow log's plan and engine fields when it
+has them (Percona's InnoDB_*, MariaDB's log_slow_verbosity=engine Pages_* and
+Engine_time), the query-time histogram and its slowest call. Percentiles are exact while a
 class has up to 128 calls, within 1% beyond. --format json holds the same,
 with full texts. --group-by fingerprint groups as pt-query-digest does
 (sbtest1..4 are one class) with its Query IDs, so reports cross-reference.

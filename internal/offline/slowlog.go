@@ -264,10 +264,11 @@ func planOf(ev *slowlog.Event) report.Plan {
 		Statements: 1, FullScan: yes(ev.FullScan), FullJoin: yes(ev.FullJoin), TmpTable: yes(ev.TmpTable),
 		TmpTableOnDisk: yes(ev.TmpTableOnDisk), Filesort: yes(ev.Filesort), FilesortOnDisk: yes(ev.FilesortOnDisk),
 		QCHit: yes(ev.QCHit), TmpTables: ev.TmpTables, TmpDiskTables: ev.TmpDiskTables, MergePasses: ev.MergePasses,
-		InnoDBIOReadOps: ev.InnoDBIOReadOps, InnoDBIOReadWaitUS: ev.InnoDBIOReadWaitUS,
+		InnoDBIOReadOps: ev.InnoDBIOReadOps, InnoDBIOReadBytes: ev.InnoDBIOReadBytes, InnoDBIOReadWaitUS: ev.InnoDBIOReadWaitUS,
 		InnoDBRecLockWaitUS: ev.InnoDBRecLockWaitUS, InnoDBQueueWaitUS: ev.InnoDBQueueWaitUS,
 		InnoDBPagesDistinct: ev.InnoDBPagesDistinct, PagesAccessed: ev.PagesAccessed, PagesRead: ev.PagesRead,
-		PagesUpdated: ev.PagesUpdated, OldRowsRead: ev.OldRowsRead, PagesReadTimeUS: ev.PagesReadTimeUS,
+		PagesPrefetched: ev.PagesPrefetched,
+		PagesUpdated:    ev.PagesUpdated, OldRowsRead: ev.OldRowsRead, PagesReadTimeUS: ev.PagesReadTimeUS,
 		EngineTimeUS: ev.EngineTimeUS, Known: ev.EngineFields,
 	}
 }

@@ -61,20 +61,23 @@ type Plan struct {
 	MergePasses    int64 `json:"merge_passes"`
 	// Percona Server's InnoDB fields.
 	InnoDBIOReadOps     int64 `json:"innodb_io_r_ops,omitempty"`
+	InnoDBIOReadBytes   int64 `json:"innodb_io_r_bytes,omitempty"`
 	InnoDBIOReadWaitUS  int64 `json:"innodb_io_r_wait_us,omitempty"`
 	InnoDBRecLockWaitUS int64 `json:"innodb_rec_lock_wait_us,omitempty"`
 	InnoDBQueueWaitUS   int64 `json:"innodb_queue_wait_us,omitempty"`
 	InnoDBPagesDistinct int64 `json:"innodb_pages_distinct,omitempty"`
-	// MariaDB's log_slow_verbosity=innodb fields.
+	// MariaDB's log_slow_verbosity=engine (or innodb) fields.
 	PagesAccessed   int64 `json:"pages_accessed,omitempty"`
 	PagesRead       int64 `json:"pages_read,omitempty"`
+	PagesPrefetched int64 `json:"pages_prefetched,omitempty"`
 	PagesUpdated    int64 `json:"pages_updated,omitempty"`
 	OldRowsRead     int64 `json:"old_rows_read,omitempty"`
 	PagesReadTimeUS int64 `json:"pages_read_time_us,omitempty"`
 	EngineTimeUS    int64 `json:"engine_time_us,omitempty"`
-	// Known marks the engine counters some statement had: one bit each,
-	// in their order (InnoDBIOReadOps 1<<0 ... EngineTimeUS 1<<10), as
-	// slowlog.Event.EngineFields marks them.
+	// Known marks the engine counters some statement had, one bit each as
+	// slowlog.Event.EngineFields marks them (slowlog.Engine*):
+	// InnoDBIOReadOps 1<<0 ... EngineTimeUS 1<<10 in their order, then
+	// InnoDBIOReadBytes 1<<11 and PagesPrefetched 1<<12.
 	Known uint16 `json:"-"`
 }
 
@@ -87,12 +90,14 @@ type planFields Plan
 type planJSON struct {
 	planFields
 	InnoDBIOReadOps     *int64 `json:"innodb_io_r_ops,omitempty"`
+	InnoDBIOReadBytes   *int64 `json:"innodb_io_r_bytes,omitempty"`
 	InnoDBIOReadWaitUS  *int64 `json:"innodb_io_r_wait_us,omitempty"`
 	InnoDBRecLockWaitUS *int64 `json:"innodb_rec_lock_wait_us,omitempty"`
 	InnoDBQueueWaitUS   *int64 `json:"innodb_queue_wait_us,omitempty"`
 	InnoDBPagesDistinct *int64 `json:"innodb_pages_distinct,omitempty"`
 	PagesAccessed       *int64 `json:"pages_accessed,omitempty"`
 	PagesRead           *int64 `json:"pages_read,omitempty"`
+	PagesPrefetched     *int64 `json:"pages_prefetched,omitempty"`
 	PagesUpdated        *int64 `json:"pages_updated,omitempty"`
 	OldRowsRead         *int64 `json:"old_rows_read,omitempty"`
 	PagesReadTimeUS     *int64 `json:"pages_read_time_us,omitempty"`
@@ -105,13 +110,15 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 	engine := []struct {
 		v   int64
 		dst **int64
-	}{{p.InnoDBIOReadOps, &j.InnoDBIOReadOps}, {p.InnoDBIOReadWaitUS, &j.InnoDBIOReadWaitUS},
-		{p.InnoDBRecLockWaitUS, &j.InnoDBRecLockWaitUS}, {p.InnoDBQueueWaitUS, &j.InnoDBQueueWaitUS},
-		{p.InnoDBPagesDistinct, &j.InnoDBPagesDistinct}, {p.PagesAccessed, &j.PagesAccessed},
-		{p.PagesRead, &j.PagesRead}, {p.PagesUpdated, &j.PagesUpdated}, {p.OldRowsRead, &j.OldRowsRead},
-		{p.PagesReadTimeUS, &j.PagesReadTimeUS}, {p.EngineTimeUS, &j.EngineTimeUS}}
-	for i, e := range engine {
-		if e.v != 0 || p.Known&(1<<i) != 0 {
+		bit uint16
+	}{{p.InnoDBIOReadOps, &j.InnoDBIOReadOps, 1 << 0}, {p.InnoDBIOReadWaitUS, &j.InnoDBIOReadWaitUS, 1 << 1},
+		{p.InnoDBRecLockWaitUS, &j.InnoDBRecLockWaitUS, 1 << 2}, {p.InnoDBQueueWaitUS, &j.InnoDBQueueWaitUS, 1 << 3},
+		{p.InnoDBPagesDistinct, &j.InnoDBPagesDistinct, 1 << 4}, {p.PagesAccessed, &j.PagesAccessed, 1 << 5},
+		{p.PagesRead, &j.PagesRead, 1 << 6}, {p.PagesUpdated, &j.PagesUpdated, 1 << 7}, {p.OldRowsRead, &j.OldRowsRead, 1 << 8},
+		{p.PagesReadTimeUS, &j.PagesReadTimeUS, 1 << 9}, {p.EngineTimeUS, &j.EngineTimeUS, 1 << 10},
+		{p.InnoDBIOReadBytes, &j.InnoDBIOReadBytes, 1 << 11}, {p.PagesPrefetched, &j.PagesPrefetched, 1 << 12}}
+	for _, e := range engine {
+		if e.v != 0 || p.Known&e.bit != 0 {
 			*e.dst = &e.v
 		}
 	}
@@ -131,12 +138,14 @@ func (p *Plan) add(o *Plan) {
 	p.TmpDiskTables += o.TmpDiskTables
 	p.MergePasses += o.MergePasses
 	p.InnoDBIOReadOps += o.InnoDBIOReadOps
+	p.InnoDBIOReadBytes += o.InnoDBIOReadBytes
 	p.InnoDBIOReadWaitUS += o.InnoDBIOReadWaitUS
 	p.InnoDBRecLockWaitUS += o.InnoDBRecLockWaitUS
 	p.InnoDBQueueWaitUS += o.InnoDBQueueWaitUS
 	p.InnoDBPagesDistinct += o.InnoDBPagesDistinct
 	p.PagesAccessed += o.PagesAccessed
 	p.PagesRead += o.PagesRead
+	p.PagesPrefetched += o.PagesPrefetched
 	p.PagesUpdated += o.PagesUpdated
 	p.OldRowsRead += o.OldRowsRead
 	p.PagesReadTimeUS += o.PagesReadTimeUS
@@ -298,6 +307,10 @@ type classStats struct {
 	lastUS      int64
 	sample      Sample
 	plan        *Plan
+	// lockWaits counts the calls that waited for a lock (a known lock
+	// wait of more than 0, event.Statement.LockWaitTime); lockWaitUS sums
+	// their waits.
+	lockWaits, lockWaitUS int64
 }
 
 // Sample is the class's slowest statement, as pt-query-digest shows it.
@@ -322,6 +335,10 @@ func (c *classStats) add(s *event.Statement, x *Extra, us, calls int64) {
 		c.rows.add(s.Rows)
 	}
 	c.exam.add(s.RowsExamined)
+	if w := s.LockWaitTime(); w > 0 {
+		c.lockWaits++
+		c.lockWaitUS += w
+	}
 	c.bytes.add(s.RespBytes)
 	c.dbs.add(s.DB, 1)
 	c.users.add(s.User, 1)
@@ -406,6 +423,8 @@ func (c *classStats) merge(o *classStats, calls, oCalls int64) {
 	c.rows.merge(o.rows)
 	c.rowsUnknown += o.rowsUnknown
 	c.exam.merge(o.exam)
+	c.lockWaits += o.lockWaits
+	c.lockWaitUS += o.lockWaitUS
 	c.aff.merge(o.aff)
 	c.bytes.merge(o.bytes)
 	c.dbs.merge(&o.dbs)

@@ -145,3 +145,18 @@ func TestPlanJSONKnownZero(t *testing.T) {
 		t.Errorf("a class's plan: %s, want pages_read 3 and engine_time_us 0", b)
 	}
 }
+
+// The engine counters added later (InnoDB_IO_r_bytes, Pages_prefetched)
+// have their own Known bits (1<<11, 1<<12) and sit beside their kin in
+// JSON.
+func TestPlanJSONLaterEngineFields(t *testing.T) {
+	b, err := json.Marshal(Plan{Statements: 1, InnoDBIOReadOps: 3, PagesRead: 2, Known: 1<<11 | 1<<12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"innodb_io_r_ops":3,"innodb_io_r_bytes":0,"pages_read":2,"pages_prefetched":0}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s\nwant %s", b, want)
+		}
+	}
+}

@@ -641,6 +641,13 @@ type DigestRow struct {
 	Errors       int64 `json:"errors"`
 	ZeroWindowUS int64 `json:"zero_window_us"`
 	SlowLogTotals
+	// LockWaitUS sums the lock waits of the class's calls that waited for
+	// a lock (event.Statement.LockWait: a slow log's InnoDB_rec_lock_wait,
+	// a wait watch attributed); LockWaits counts those calls. Both 0, and
+	// left out of JSON, when no call had one: the source may not know
+	// lock waits at all.
+	LockWaitUS   int64 `json:"lock_wait_us,omitempty"`
+	LockWaits    int64 `json:"lock_waits,omitempty"`
 	RowsSent     int64 `json:"rows_sent"`
 	RowsAffected int64 `json:"rows_affected"`
 	BytesSent    int64 `json:"bytes_sent"`
@@ -768,6 +775,7 @@ func (a *agg) row() DigestRow {
 		Histogram: a.hist, Attributes: a.attrs(),
 		Databases: a.dbs.list(), Users: a.users.list(), Hosts: a.hosts.list(), ErrorsByCode: a.errs.list(),
 		FirstSeenUS: a.firstUS, LastSeenUS: a.lastUS, Joined: a.joined,
+		LockWaitUS: a.lockWaitUS, LockWaits: a.lockWaits,
 	}
 	if len(r.ErrorsByCode) == 0 {
 		r.ErrorsByCode = nil

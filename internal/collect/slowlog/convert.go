@@ -27,7 +27,13 @@ type Converter struct {
 	keep   bool
 	lazy   bool
 	intern Interner
+	// waits is the rest of the block the statements' lock waits are
+	// handed out from (lockWaitOf).
+	waits []event.LockWait
 }
+
+// lockWaitBlock is how many lock waits one allocation holds.
+const lockWaitBlock = 64
 
 // NewConverter returns a Converter.
 func NewConverter(opts ConvertOptions) *Converter {
@@ -72,7 +78,39 @@ func (c *Converter) Statement(ev *Event, dst *event.Statement) bool {
 	if len(ev.Notes) > 0 {
 		dst.Notes = append([]string(nil), ev.Notes...)
 	}
+	c.lockWaitOf(ev, dst)
 	return true
+}
+
+// NoteLockWaitCut is the note of a statement whose InnoDB_rec_lock_wait
+// was longer than its Query_time: the wait is cut to the statement's time.
+const NoteLockWaitCut = "slowlog: InnoDB_rec_lock_wait longer than Query_time, cut to it"
+
+// lockWaitOf sets the statement's lock wait from Percona Server's
+// InnoDB_rec_lock_wait when the statement waited: a row lock, its blocker
+// unknown (the log does not say). A 0 the log wrote is no wait, and a log
+// without the field (MariaDB's, MySQL's) says nothing: LockWait stays nil
+// either way; the slow log's own record (Event) keeps which it was.
+func (c *Converter) lockWaitOf(ev *Event, dst *event.Statement) {
+	us := ev.InnoDBRecLockWaitUS
+	if us <= 0 || !ev.Has(EngineRecLockWait) {
+		return
+	}
+	if us > ev.QueryTimeUS {
+		us = ev.QueryTimeUS
+		dst.Notes = append(dst.Notes, NoteLockWaitCut)
+		if us == 0 {
+			return
+		}
+	}
+	if len(c.waits) == 0 {
+		// Never reused: the statements that hold them may be kept.
+		c.waits = make([]event.LockWait, lockWaitBlock)
+	}
+	w := &c.waits[0]
+	c.waits = c.waits[1:]
+	*w = event.LockWait{LockWaitUS: us}
+	dst.LockWait = w
 }
 
 // known marks the counters the event's log had: Query_time always (an

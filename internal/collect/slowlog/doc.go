@@ -1,7 +1,9 @@
 // Package slowlog is a streaming parser for MySQL and MariaDB slow query
 // logs: MySQL 5.1 through 8.x (including log_slow_extra), Percona Server's
-// extended fields, and MariaDB 10.x (YYMMDD and ISO time lines,
-// Thread_id/Schema/QC_hit, Rows_affected, query-plan and EXPLAIN lines). It
+// extended fields (InnoDB_IO_r_*, InnoDB_rec_lock_wait, InnoDB_queue_wait,
+// InnoDB_pages_distinct), and MariaDB 10.x (YYMMDD and ISO time lines,
+// Thread_id/Schema/QC_hit, Rows_affected, query-plan and EXPLAIN lines,
+// and log_slow_verbosity=engine's Pages_* and Engine_time lines). It
 // reads plain or gzip files (recognised by their magic bytes, not their
 // name) and stdin, one line at a time through a fixed-size buffer, reusing
 // its buffers from event to event: memory does not grow with the size of the

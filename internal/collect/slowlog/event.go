@@ -40,19 +40,30 @@ type Event struct {
 	Filesort, FilesortOnDisk bool
 	MergePasses              int64
 	QCHit                    bool
-	InnoDBIOReadOps          int64
-	InnoDBIOReadWaitUS       int64
-	InnoDBRecLockWaitUS      int64
-	InnoDBQueueWaitUS        int64
-	InnoDBPagesDistinct      int64
-	// MariaDB log_slow_verbosity=innodb: pages and engine time.
+	// Percona Server's InnoDB fields (log_slow_verbosity=innodb or full):
+	// InnoDB_IO_r_ops, InnoDB_IO_r_bytes, InnoDB_IO_r_wait (page reads and
+	// the time spent waiting for them), InnoDB_rec_lock_wait (row-lock
+	// wait), InnoDB_queue_wait (waiting for or in InnoDB's concurrency
+	// queue), InnoDB_pages_distinct. Waits are microseconds.
+	InnoDBIOReadOps     int64
+	InnoDBIOReadBytes   int64
+	InnoDBIOReadWaitUS  int64
+	InnoDBRecLockWaitUS int64
+	InnoDBQueueWaitUS   int64
+	InnoDBPagesDistinct int64
+	// MariaDB's log_slow_verbosity=engine (or innodb, its older name)
+	// fields: "# Pages_accessed: N  Pages_read: N  Pages_prefetched: N
+	// Pages_updated: N  Old_rows_read: N" and "# Pages_read_time: MS
+	// Engine_time: MS", the times written in milliseconds, kept here in
+	// microseconds. MariaDB has no row-lock wait field: a wait is inside
+	// Engine_time (and not in Lock_time).
 	PagesAccessed, PagesRead  int64
+	PagesPrefetched           int64
 	PagesUpdated, OldRowsRead int64
 	PagesReadTimeUS           int64
 	EngineTimeUS              int64
-	// EngineFields marks the engine counters above the event had, so a 0
-	// the log wrote is told from a field it lacks: one bit each, in their
-	// order (InnoDBIOReadOps 1<<0 ... EngineTimeUS 1<<10).
+	// EngineFields marks the engine fields above the event had (Engine*
+	// bits), so a 0 the log wrote is told from a field it lacks.
 	EngineFields uint16
 
 	// HasPlan: the event carried query-plan or storage-engine fields.
@@ -105,3 +116,26 @@ func (e *Event) started() bool {
 
 // complete reports whether the event is one the parser emits.
 func (e *Event) complete() bool { return e.HasQueryTime && e.inQuery }
+
+// Engine* are the bits of Event.EngineFields, one per engine field, in
+// the order report.Plan.Known uses: the first eleven as they were first
+// read, the two added later after them.
+const (
+	EngineIOReadOps       uint16 = 1 << iota // InnoDB_IO_r_ops
+	EngineIOReadWait                         // InnoDB_IO_r_wait
+	EngineRecLockWait                        // InnoDB_rec_lock_wait
+	EngineQueueWait                          // InnoDB_queue_wait
+	EnginePagesDistinct                      // InnoDB_pages_distinct
+	EnginePagesAccessed                      // Pages_accessed
+	EnginePagesRead                          // Pages_read
+	EnginePagesUpdated                       // Pages_updated
+	EngineOldRowsRead                        // Old_rows_read
+	EnginePagesReadTime                      // Pages_read_time
+	EngineTime                               // Engine_time
+	EngineIOReadBytes                        // InnoDB_IO_r_bytes
+	EnginePagesPrefetched                    // Pages_prefetched
+)
+
+// Has reports whether the event had every engine field of f (Engine*
+// bits): a field the log did not write is unknown, not 0.
+func (e *Event) Has(f uint16) bool { return e.EngineFields&f == f }

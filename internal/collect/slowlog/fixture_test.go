@@ -49,6 +49,17 @@ type goldenEvent struct {
 	InnoDBReadOps int64    `json:"innodb_io_r_ops,omitempty"`
 	InnoDBReadUS  int64    `json:"innodb_io_r_wait_us,omitempty"`
 	InnoDBLockUS  int64    `json:"innodb_rec_lock_wait_us,omitempty"`
+	InnoDBRBytes  int64    `json:"innodb_io_r_bytes,omitempty"`
+	InnoDBQueueUS int64    `json:"innodb_queue_wait_us,omitempty"`
+	InnoDBPages   int64    `json:"innodb_pages_distinct,omitempty"`
+	PagesAccessed int64    `json:"pages_accessed,omitempty"`
+	PagesRead     int64    `json:"pages_read,omitempty"`
+	PagesPrefetch int64    `json:"pages_prefetched,omitempty"`
+	PagesUpdated  int64    `json:"pages_updated,omitempty"`
+	OldRowsRead   int64    `json:"old_rows_read,omitempty"`
+	PagesReadUS   int64    `json:"pages_read_time_us,omitempty"`
+	EngineUS      int64    `json:"engine_time_us,omitempty"`
+	EngineFields  string   `json:"engine_fields,omitempty"`
 	RateLimit     int64    `json:"rate_limit,omitempty"`
 	ExplainLines  int      `json:"explain_lines,omitempty"`
 	Admin         string   `json:"admin,omitempty"`
@@ -69,10 +80,37 @@ func toGolden(e *Event) goldenEvent {
 		BytesSent: e.BytesSent, BytesRecv: e.BytesRecv, Errno: e.Errno, StartUS: e.StartUS, EndUS: e.EndUS,
 		TimeUS: e.TimeUS, SetTimestamp: e.SetTimestamp, TmpTables: e.TmpTables, TmpDiskTables: e.TmpDiskTables,
 		FullScan: e.FullScan, Filesort: e.Filesort, TmpTable: e.TmpTable, InnoDBReadOps: e.InnoDBIOReadOps,
-		InnoDBReadUS: e.InnoDBIOReadWaitUS, InnoDBLockUS: e.InnoDBRecLockWaitUS, RateLimit: e.RateLimit,
+		InnoDBReadUS: e.InnoDBIOReadWaitUS, InnoDBLockUS: e.InnoDBRecLockWaitUS, InnoDBRBytes: e.InnoDBIOReadBytes,
+		InnoDBQueueUS: e.InnoDBQueueWaitUS, InnoDBPages: e.InnoDBPagesDistinct, PagesAccessed: e.PagesAccessed,
+		PagesRead: e.PagesRead, PagesPrefetch: e.PagesPrefetched, PagesUpdated: e.PagesUpdated, OldRowsRead: e.OldRowsRead,
+		PagesReadUS: e.PagesReadTimeUS, EngineUS: e.EngineTimeUS, EngineFields: engineFieldNames(e), RateLimit: e.RateLimit,
 		ExplainLines: e.ExplainLines, Admin: string(e.AdminCommand), QueryLen: len(e.Query), Query: string(q),
 		Notes: append([]string(nil), e.Notes...),
 	}
+}
+
+// engineFields names the Engine* bits as the log writes the fields.
+var engineFields = []struct {
+	bit  uint16
+	name string
+}{
+	{EngineIOReadOps, "InnoDB_IO_r_ops"}, {EngineIOReadBytes, "InnoDB_IO_r_bytes"}, {EngineIOReadWait, "InnoDB_IO_r_wait"},
+	{EngineRecLockWait, "InnoDB_rec_lock_wait"}, {EngineQueueWait, "InnoDB_queue_wait"},
+	{EnginePagesDistinct, "InnoDB_pages_distinct"}, {EnginePagesAccessed, "Pages_accessed"}, {EnginePagesRead, "Pages_read"},
+	{EnginePagesPrefetched, "Pages_prefetched"}, {EnginePagesUpdated, "Pages_updated"}, {EngineOldRowsRead, "Old_rows_read"},
+	{EnginePagesReadTime, "Pages_read_time"}, {EngineTime, "Engine_time"},
+}
+
+// engineFieldNames lists the engine fields the event had, so a golden
+// file tells a 0 the log wrote from a field it lacked.
+func engineFieldNames(e *Event) string {
+	var names []string
+	for _, f := range engineFields {
+		if e.Has(f.bit) {
+			names = append(names, f.name)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 // fixtureLocation is the zone YYMMDD time lines of the fixtures are read

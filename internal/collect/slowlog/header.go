@@ -196,41 +196,80 @@ func (p *Parser) setQueryPlanField(e *Event, key, val []byte) bool {
 		e.FilesortOnDisk = yes(val)
 	case "Merge_passes":
 		e.MergePasses = p.int(val)
-	case "InnoDB_IO_r_ops":
-		e.InnoDBIOReadOps, e.EngineFields = p.int(val), e.EngineFields|1<<0
-	case "InnoDB_IO_r_wait":
-		e.InnoDBIOReadWaitUS, e.EngineFields = p.seconds(val), e.EngineFields|1<<1
-	case "InnoDB_rec_lock_wait":
-		e.InnoDBRecLockWaitUS, e.EngineFields = p.seconds(val), e.EngineFields|1<<2
-	case "InnoDB_queue_wait":
-		e.InnoDBQueueWaitUS, e.EngineFields = p.seconds(val), e.EngineFields|1<<3
-	case "InnoDB_pages_distinct":
-		e.InnoDBPagesDistinct, e.EngineFields = p.int(val), e.EngineFields|1<<4
 	default:
 		return false
 	}
 	return true
 }
 
-// setEngineField stores MariaDB's log_slow_verbosity=innodb fields; the
-// times are milliseconds ("Pages_read_time: 0.0010  Engine_time: 0.0327").
+// setEngineField stores the storage engine's fields: Percona Server's
+// InnoDB_* (waits in seconds, "InnoDB_rec_lock_wait: 0.899000") and
+// MariaDB's log_slow_verbosity=engine ones, whose times are milliseconds
+// ("Pages_read_time: 7.9842  Engine_time: 13.6001"). A field read marks
+// its bit in EngineFields; an unreadable value is counted and leaves its
+// field unknown.
 func (p *Parser) setEngineField(e *Event, key, val []byte) bool {
+	const (
+		count = iota
+		seconds
+		millis
+	)
+	var (
+		dst  *int64
+		bit  uint16
+		unit = count
+	)
 	switch string(key) {
+	case "InnoDB_IO_r_ops":
+		dst, bit = &e.InnoDBIOReadOps, EngineIOReadOps
+	case "InnoDB_IO_r_bytes":
+		dst, bit = &e.InnoDBIOReadBytes, EngineIOReadBytes
+	case "InnoDB_IO_r_wait":
+		dst, bit, unit = &e.InnoDBIOReadWaitUS, EngineIOReadWait, seconds
+	case "InnoDB_rec_lock_wait":
+		dst, bit, unit = &e.InnoDBRecLockWaitUS, EngineRecLockWait, seconds
+	case "InnoDB_queue_wait":
+		dst, bit, unit = &e.InnoDBQueueWaitUS, EngineQueueWait, seconds
+	case "InnoDB_pages_distinct":
+		dst, bit = &e.InnoDBPagesDistinct, EnginePagesDistinct
 	case "Pages_accessed":
-		e.PagesAccessed, e.EngineFields = p.int(val), e.EngineFields|1<<5
+		dst, bit = &e.PagesAccessed, EnginePagesAccessed
 	case "Pages_read":
-		e.PagesRead, e.EngineFields = p.int(val), e.EngineFields|1<<6
+		dst, bit = &e.PagesRead, EnginePagesRead
+	case "Pages_prefetched":
+		dst, bit = &e.PagesPrefetched, EnginePagesPrefetched
 	case "Pages_updated":
-		e.PagesUpdated, e.EngineFields = p.int(val), e.EngineFields|1<<7
+		dst, bit = &e.PagesUpdated, EnginePagesUpdated
 	case "Old_rows_read":
-		e.OldRowsRead, e.EngineFields = p.int(val), e.EngineFields|1<<8
+		dst, bit = &e.OldRowsRead, EngineOldRowsRead
 	case "Pages_read_time":
-		e.PagesReadTimeUS, e.EngineFields = p.seconds(val)/1000, e.EngineFields|1<<9
+		dst, bit, unit = &e.PagesReadTimeUS, EnginePagesReadTime, millis
 	case "Engine_time":
-		e.EngineTimeUS, e.EngineFields = p.seconds(val)/1000, e.EngineFields|1<<10
+		dst, bit, unit = &e.EngineTimeUS, EngineTime, millis
 	default:
 		return false
 	}
+	var v int64
+	var ok bool
+	switch unit {
+	case count:
+		var u uint64
+		u, ok = parseUint(val)
+		ok = ok && u <= 1<<62
+		v = int64(u)
+	case seconds:
+		v, ok = parseSeconds(val)
+	case millis:
+		// Read as seconds it is exact to 1e-6 ms: round to whole µs.
+		v, ok = parseSeconds(val)
+		v = (v + 500) / 1000
+	}
+	if !ok {
+		p.stats.BadValues++
+		return true
+	}
+	*dst = v
+	e.EngineFields |= bit
 	return true
 }
 

@@ -389,15 +389,16 @@ func TestCancelWhileInputBlocks(t *testing.T) {
 	}
 }
 
-// MariaDB's log_slow_verbosity=innodb lines (times in milliseconds) and
-// query_plan lines mark an event as carrying plan fields; QC_hit alone,
-// which MariaDB writes on every event, does not.
+// MariaDB's log_slow_verbosity=engine lines (times in milliseconds, read
+// to the nearest microsecond) and query_plan lines mark an event as
+// carrying plan fields; QC_hit alone, which MariaDB writes on every event,
+// does not.
 func TestEngineAndPlanFields(t *testing.T) {
 	text := mariaHeader + "# Query_time: 0.123273  Lock_time: 0.002915  Rows_sent: 0  Rows_examined: 0\n" +
 		"# Rows_affected: 1000  Bytes_sent: 55\n" +
 		"# Full_scan: Yes  Full_join: No  Tmp_table: Yes  Tmp_table_on_disk: No\n" +
-		"# Pages_accessed: 3008  Pages_read: 2  Pages_prefetched: 0  Pages_updated: 2981  Old_rows_read: 7\n" +
-		"# Pages_read_time: 1.5000  Engine_time: 32.7000\n" +
+		"# Pages_accessed: 3008  Pages_read: 2  Pages_prefetched: 4  Pages_updated: 2981  Old_rows_read: 7\n" +
+		"# Pages_read_time: 1.5004  Engine_time: 32.7006\n" +
 		"SET timestamp=1795307006;\nINSERT INTO t VALUES (1);\n" +
 		mariaHeader + "# Query_time: 0.000010  Lock_time: 0.000000  Rows_sent: 1  Rows_examined: 0\n" +
 		"SET timestamp=1795307006;\nSELECT 1;\n"
@@ -407,18 +408,70 @@ func TestEngineAndPlanFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !e.HasPlan || !e.FullScan || !e.TmpTable || e.PagesAccessed != 3008 || e.PagesRead != 2 || e.PagesUpdated != 2981 ||
-		e.OldRowsRead != 7 || e.PagesReadTimeUS != 1500 || e.EngineTimeUS != 32_700 || e.RowsAffected != 1000 {
+		e.OldRowsRead != 7 || e.PagesReadTimeUS != 1500 || e.EngineTimeUS != 32_701 || e.RowsAffected != 1000 ||
+		e.PagesPrefetched != 4 {
 		t.Errorf("first event: %+v", e)
+	}
+	maria := EnginePagesAccessed | EnginePagesRead | EnginePagesPrefetched | EnginePagesUpdated | EngineOldRowsRead |
+		EnginePagesReadTime | EngineTime
+	if e.EngineFields != maria || !e.Has(EngineTime) || e.Has(EngineRecLockWait) {
+		t.Errorf("first event: engine fields %b, want %b", e.EngineFields, maria)
 	}
 	e, err = p.Next()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.HasPlan || e.QCHit {
-		t.Errorf("QC_hit: No alone marked plan fields: %+v", e)
+	if e.HasPlan || e.QCHit || e.EngineFields != 0 {
+		t.Errorf("QC_hit: No alone marked plan or engine fields: %+v", e)
 	}
 	if st := p.Stats(); st.BadValues != 0 {
 		t.Errorf("%d bad values", st.BadValues)
+	}
+}
+
+// Percona Server's InnoDB lines (indented, waits in seconds) are read with
+// the fields they had marked, a written 0 included; "No InnoDB statistics
+// available" leaves them unknown; a bad value is counted and its field
+// not marked known.
+func TestPerconaInnoDBFields(t *testing.T) {
+	head := "# User@Host: app[app] @ web1 [10.0.0.5]  Id:    33\n# Schema: shop  Last_errno: 0  Killed: 0\n" +
+		"# Query_time: 1.400000  Lock_time: 0.000100  Rows_sent: 0  Rows_examined: 1  Rows_affected: 1\n"
+	text := head +
+		"#   InnoDB_IO_r_ops: 3  InnoDB_IO_r_bytes: 49152  InnoDB_IO_r_wait: 0.004100\n" +
+		"#   InnoDB_rec_lock_wait: 1.250000  InnoDB_queue_wait: 0.000000\n" +
+		"#   InnoDB_pages_distinct: 9\n" +
+		"SET timestamp=1714979289;\nUPDATE stock SET qty = qty - 1 WHERE sku = 'A-100';\n" +
+		head + "# No InnoDB statistics available for this query\n" +
+		"SET timestamp=1714979289;\nSELECT * FROM information_schema.processlist;\n" +
+		head + "#   InnoDB_rec_lock_wait: 0.5x  InnoDB_queue_wait: 0.000200\n" +
+		"SET timestamp=1714979289;\nSELECT 1;\n"
+	p := NewParser(strings.NewReader(text), Options{})
+	var got []Event
+	for {
+		e, err := p.Next()
+		if err != nil {
+			break
+		}
+		got = append(got, *e)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d events, want 3", len(got))
+	}
+	e := got[0]
+	all := EngineIOReadOps | EngineIOReadBytes | EngineIOReadWait | EngineRecLockWait | EngineQueueWait | EnginePagesDistinct
+	if e.InnoDBIOReadOps != 3 || e.InnoDBIOReadBytes != 49152 || e.InnoDBIOReadWaitUS != 4100 ||
+		e.InnoDBRecLockWaitUS != 1_250_000 || e.InnoDBQueueWaitUS != 0 || e.InnoDBPagesDistinct != 9 ||
+		e.EngineFields != all || !e.HasPlan {
+		t.Errorf("first event: %+v", e)
+	}
+	if got[1].EngineFields != 0 || got[1].HasPlan {
+		t.Errorf("no InnoDB statistics: engine fields %b, plan %v", got[1].EngineFields, got[1].HasPlan)
+	}
+	if e := got[2]; e.EngineFields != EngineQueueWait || e.InnoDBQueueWaitUS != 200 || e.InnoDBRecLockWaitUS != 0 {
+		t.Errorf("bad rec lock wait: engine fields %b, queue wait %d, lock wait %d", e.EngineFields, e.InnoDBQueueWaitUS, e.InnoDBRecLockWaitUS)
+	}
+	if st := p.Stats(); st.BadValues != 1 {
+		t.Errorf("%d bad values, want 1", st.BadValues)
 	}
 }
 

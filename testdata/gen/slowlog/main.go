@@ -6,7 +6,16 @@
 // the event count and total Query_time computed by awk, independently of the
 // gapscope parser, so tests can assert both exactly.
 //
+// -lock-wait adds a real row-lock wait: one connection locks a row
+// (SELECT ... FOR UPDATE in a transaction) and holds it -hold long, idle,
+// while a second one updates the same row and waits; then, after the
+// restart (whose buffer pool starts cold), a full scan that reads its
+// pages from disk. With log_slow_verbosity=engine MariaDB 10.11 logs the
+// engine's Pages_* and Engine_time lines; it has no row-lock wait field.
+//
 //	go run ./testdata/gen/slowlog -out testdata/slowlogs/mariadb-10.11-sysbench.log
+//	go run ./testdata/gen/slowlog -out testdata/slowlogs/mariadb-10.11-engine.log \
+//	    -verbosity query_plan,explain,engine -events 4 -lock-wait
 //	go run ./testdata/gen/slowlog -out /tmp/big.log -events 12000 -verbosity '' -extras=false
 //	go run ./testdata/gen/slowlog -expect-only testdata/slowlogs/mysql-5.7.log ...
 //
@@ -36,6 +45,8 @@ type config struct {
 	extras    bool
 	restart   bool
 	noExpect  bool
+	lockWait  bool
+	hold      time.Duration
 }
 
 func main() {
@@ -47,6 +58,8 @@ func main() {
 	flag.BoolVar(&c.extras, "extras", true, "run the parser-exercising statements")
 	flag.BoolVar(&c.restart, "restart", true, "restart the server mid-log (writes a banner)")
 	flag.BoolVar(&c.noExpect, "no-expect", false, "do not write the .expect sidecar")
+	flag.BoolVar(&c.lockWait, "lock-wait", false, "add a row-lock wait and, after the restart, a cold full scan")
+	flag.DurationVar(&c.hold, "hold", 300*time.Millisecond, "how long -lock-wait's holder keeps the row locked")
 	expectOnly := flag.Bool("expect-only", false, "only write .expect sidecars for the logs named as arguments")
 	flag.Parse()
 	if *expectOnly {
@@ -78,6 +91,9 @@ func run(ctx context.Context, c config) error {
 	opts := sandbox.Options{Dir: dir, ServerArgs: []string{
 		"--slow-query-log=1", "--slow-query-log-file=" + logPath, "--long-query-time=0",
 		"--log-slow-verbosity=" + c.verbosity, "--log-slow-admin-statements=ON",
+		// A restart starts with a cold buffer pool: the first reads after
+		// it go to disk (Pages_read, Pages_read_time).
+		"--innodb-buffer-pool-load-at-startup=OFF",
 	}}
 	inst, err := sandbox.Start(ctx, opts)
 	if err != nil {
@@ -87,6 +103,9 @@ func run(ctx context.Context, c config) error {
 	if err := workload(ctx, inst, c, opts); err != nil {
 		return err
 	}
+	// Stopped before the copy: the server writes a statement's entry after
+	// its answer, so a copy of a running server's log may miss the last.
+	inst.Stop()
 	if err := copyFile(logPath, c.out); err != nil {
 		return err
 	}
@@ -117,12 +136,22 @@ func workload(ctx context.Context, inst *sandbox.Instance, c config, opts sandbo
 			return err
 		}
 	}
+	if c.lockWait {
+		if err := lockWait(ctx, inst, c.hold); err != nil {
+			return err
+		}
+	}
 	if c.restart {
 		if err := inst.Restart(ctx, opts); err != nil {
 			return fmt.Errorf("restarting sandbox: %w", err)
 		}
 		if c.extras {
-			return afterRestart(ctx, inst)
+			if err := afterRestart(ctx, inst); err != nil {
+				return err
+			}
+		}
+		if c.lockWait {
+			return coldScan(ctx, inst)
 		}
 	}
 	return nil
@@ -196,6 +225,79 @@ func afterRestart(ctx context.Context, inst *sandbox.Instance) error {
 	}
 	time.Sleep(10 * time.Millisecond)
 	return nil
+}
+
+// lockWait makes a real row-lock wait: the holder locks row 1 of
+// sbtest.hot in a transaction and keeps it hold long without a statement
+// running (an application holding its transaction open); the waiter,
+// started once the lock is taken, updates the same row and waits for the
+// holder's COMMIT. The waiter's time is checked from the client: a wait
+// shorter than half of hold means the workload did not do what it is for.
+func lockWait(ctx context.Context, inst *sandbox.Instance, hold time.Duration) error {
+	db, err := inst.Open("sbtest")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE hot (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB"); err != nil {
+		return err
+	}
+	// 50000 rows: a few hundred pages, for the cold scan after the restart.
+	if _, err := db.ExecContext(ctx, "INSERT INTO hot SELECT seq, seq FROM seq_1_to_50000"); err != nil {
+		return err
+	}
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer holder.Close()
+	waiter, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer waiter.Close()
+	tx, err := holder.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, "SELECT v FROM hot WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+		tx.Rollback()
+		return err
+	}
+	waited := make(chan error, 1)
+	var waitedFor time.Duration
+	go func() {
+		start := time.Now()
+		_, err := waiter.ExecContext(ctx, "UPDATE hot SET v = v + 1 WHERE id = 1")
+		waitedFor = time.Since(start)
+		waited <- err
+	}()
+	time.Sleep(hold)
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if err := <-waited; err != nil {
+		return fmt.Errorf("waiting update: %w", err)
+	}
+	if waitedFor < hold/2 {
+		return fmt.Errorf("the waiting update took %v with the row held %v: it did not wait for the lock", waitedFor, hold)
+	}
+	// A statement that finds the row free, for contrast.
+	_, err = waiter.ExecContext(ctx, "UPDATE hot SET v = v + 1 WHERE id = 2")
+	return err
+}
+
+// coldScan reads sbtest.hot whole after the restart: its pages come from
+// disk, so the engine fields count page reads and their time.
+func coldScan(ctx context.Context, inst *sandbox.Instance) error {
+	db, err := inst.Open("sbtest")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var n int
+	return db.QueryRowContext(ctx, "SELECT COUNT(*) FROM hot WHERE v > 10").Scan(&n)
 }
 
 func copyFile(from, to string) error {
