@@ -75,6 +75,10 @@ type Options struct {
 	// learnt when the claimed calibration looks wrong; after it, rows are
 	// matched with the claimed one. Default 2 s.
 	LearnWait time.Duration
+	// KeepLiterals keeps the literals in the text of the server-only
+	// statements the joiner reports (a unix socket's), as the capture
+	// keeps them in the wire's (ServerText).
+	KeepLiterals bool
 }
 
 func (o Options) withDefaults() Options {
@@ -185,6 +189,9 @@ type Joiner struct {
 	// unmatchedBy counts the server rows no wire statement took, by reason.
 	unmatchedBy event.ReasonCounts
 	stats       Stats
+	// text gives the statements reported without a wire half their text
+	// (made at the first).
+	text *ServerText
 }
 
 type wireItem struct {
@@ -833,7 +840,10 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 // captured wire.
 func (j *Joiner) notOnWire(r *collect.ServerStatement, why event.Reason) {
 	j.stats.NotOnWire++
-	j.deliver(ServerOnly(r, why))
+	if j.text == nil {
+		j.text = NewServerText(j.opts.KeepLiterals)
+	}
+	j.deliver(ServerOnly(r, why, j.text))
 }
 
 // partOf is one server row of a request, for its event's list.

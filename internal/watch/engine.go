@@ -236,10 +236,12 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		db.Close()
 		return nil, err
 	}
+	fitCursor(cursor, e.noWire)
 	e.fitMemoryLimit()
 	e.sink = newSink(opts.WindowSize, newOutputStage(opts.Sinks), e.noWire)
 	clock, _ := e.clock.Clock()
-	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server)}, e.joined)
+	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server),
+		KeepLiterals: opts.KeepLiterals}, e.joined)
 	e.sample = e.newJoinSample()
 	e.joiner.SetPartial(e.sample.on()) // a fixed --sample; a budget's cuts say so as they come
 	e.watchSockets()
@@ -250,7 +252,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
 		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
-		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets}
+		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
 	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
 		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
