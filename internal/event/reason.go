@@ -51,6 +51,9 @@ const (
 	// A matched statement whose split the evidence cannot explain.
 	UnexplainedDelivery // delivery far beyond the round trip and bytes, no stall behind it
 
+	// Not a statement: a replica's binlog stream.
+	ReplicaStream // COM_BINLOG_DUMP(_GTID): the server streams the binlog until the replica disconnects
+
 	reasonCount
 )
 
@@ -78,6 +81,7 @@ var reasonTable = [reasonCount]struct{ name, text string }{
 	RowEvicted:          {"row_evicted", "given up early (too many pending)"},
 	RowRunEnd:           {"row_run_end", "no wire statement by the end of the run"},
 	UnexplainedDelivery: {"unexplained_delivery", "not joined: split withheld, the delivery is far longer than the round trip and the response's bytes explain, with no zero window or retransmit behind it; part of the server's work is probably missing from the server rows found (client and server time kept)"},
+	ReplicaStream:       {"replica_stream", "not a statement: a replica's binlog stream (COM_BINLOG_DUMP), which the server sends until the replica disconnects; reported when it began, left out of latency figures"},
 }
 
 // String is the reason's stable name ("" for none).
