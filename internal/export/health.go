@@ -34,8 +34,10 @@ var (
 )
 
 // unjoinedReasons are always exported, zero or not, so that rate() works
-// from the first scrape.
-var unjoinedReasons = event.UnjoinedReasons()
+// from the first scrape: the reasons a statement stays unjoined, and a
+// replica's binlog stream, reported as such (event.UnjoinedReasons lists
+// only the former).
+var unjoinedReasons = append(event.UnjoinedReasons(), event.ReplicaStream)
 
 func (c *healthCollector) set(h watch.Health) {
 	c.mu.Lock()

@@ -156,6 +156,9 @@ func Fingerprint(s *event.Statement) string {
 
 // Statement counts one statement (a watch.Sink method).
 func (p *Prometheus) Statement(s *event.Statement) {
+	if !s.HasResponse() || s.Why == event.ReplicaStream {
+		return // no client time: COM_QUIT and the like, a server-only statement; a replica's binlog stream is no statement
+	}
 	name := Fingerprint(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()

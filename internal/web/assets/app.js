@@ -28,6 +28,7 @@ const reasonText = {
   no_server: "statement history not read this run",
   sampled_out: "left out of the join sample (CPU budget)",
   no_reason: "no reason recorded",
+  replica_stream: "replica binlog stream (not a statement)",
 };
 
 let seq = 0;
