@@ -127,6 +127,10 @@ type Stats struct {
 	Background int64
 	// Merged counts extra server rows absorbed by a multi-statement query.
 	Merged int64
+	// Streams counts rows of replicas' binlog streams (a COM_BINLOG_DUMP,
+	// written when the replica left, its TIMER_WAIT the stream's life): no
+	// statement, never matched; the wire reported the stream as it began.
+	Streams int64
 	// UnmatchedByReason splits UnmatchedServer by why no wire statement
 	// took the row, by the reason's name (event.UnmatchedRowReasons).
 	UnmatchedByReason map[string]int64
@@ -368,6 +372,10 @@ func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 		r := &rows[i]
 		if r.Socket {
 			j.notOnWire(r, event.UnixSocket) // no capture sees a unix socket
+			continue
+		}
+		if StreamEvent(r.EventName) {
+			j.stats.Streams++
 			continue
 		}
 		base, shift := j.clk.clockOf(r)

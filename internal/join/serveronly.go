@@ -15,6 +15,9 @@ import (
 // from the row's SQL_TEXT, which text redacts as the capture redacts a
 // wire statement's; the client's times are unknown, not zero.
 func ServerOnly(r *collect.ServerStatement, why event.Reason, text *ServerText) *event.Statement {
+	if StreamEvent(r.EventName) {
+		why = event.ReplicaStream // a replica's binlog stream, whatever kept it off the wire
+	}
 	s := &event.Statement{
 		ConnID: r.ConnID, DB: r.Schema, Cmd: commandOf(r.EventName),
 		Digest: r.Digest, DigestText: r.DigestText,
@@ -110,6 +113,12 @@ func (t *ServerText) fill(s *event.Statement, r *collect.ServerStatement) {
 // redacted (the capture's COM_QUERY, COM_STMT_PREPARE, COM_STMT_EXECUTE).
 func sqlCommand(cmd string) bool {
 	return cmd == "COM_QUERY" || cmd == "COM_STMT_PREPARE" || cmd == "COM_STMT_EXECUTE"
+}
+
+// StreamEvent reports whether a server row is a replica's binlog stream
+// (COM_BINLOG_DUMP, COM_BINLOG_DUMP_GTID): no statement.
+func StreamEvent(eventName string) bool {
+	return eventName == "statement/com/Binlog Dump" || eventName == "statement/com/Binlog Dump GTID"
 }
 
 // commandOf maps an event name to the protocol command that produced it.

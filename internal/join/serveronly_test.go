@@ -128,3 +128,26 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// A replica's binlog stream row (written when the replica left, its
+// TIMER_WAIT the stream's life) is no statement: the joiner counts it and
+// matches nothing with it, and read without the wire it is reported as a
+// stream, not as a statement of its own.
+func TestReplicaStreamRows(t *testing.T) {
+	rec := newRecorder(t)
+	j := New(Options{}, rec.emit)
+	j.AddServer([]collect.ServerStatement{
+		row(4, "statement/sql/select", "SELECT @@GLOBAL.gtid_domain_id", 1_000, 1_100),
+		row(4, "statement/com/Binlog Dump", "", 2_000, 9_002_000),
+	}, 9_500_000)
+	j.FlushAll()
+	st := j.Stats()
+	if st.Streams != 1 || st.UnmatchedServer != 1 || len(rec.out) != 0 {
+		t.Errorf("streams %d, unmatched rows %d (%v), emitted %d: the stream's row is counted apart", st.Streams, st.UnmatchedServer, st.UnmatchedByReason, len(rec.out))
+	}
+	r := row(4, "statement/com/Binlog Dump", "", 2_000, 9_002_000)
+	s := ServerOnly(&r, event.NoCapture, NewServerText(false))
+	if s.Why != event.ReplicaStream || s.Cmd != "COM_BINLOG_DUMP" || !slices.Equal(s.Notes, []string{event.ReplicaStream.Text()}) {
+		t.Errorf("server-only stream row: why %v cmd %s notes %v", s.Why, s.Cmd, s.Notes)
+	}
+}

@@ -459,6 +459,8 @@ func (e *engine) takeWire() {
 			s.ConnID = e.joiner.ConnOf(s.Conn) // the joiner fills it for what it takes
 		}
 		switch {
+		case s.Why == event.ReplicaStream:
+			e.sink.add(s) // a replica's binlog stream: no statement, its row comes when the replica leaves
 		case !e.readsRows:
 			leftOut(s, event.NoServer, noServerNotes)
 			e.sink.add(s)
@@ -567,6 +569,9 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own, KernelPath: e.path.summary()}
 	res.Coverage = e.coverage(res.Join, server)
 	e.sink.mu.Lock()
+	if n := e.sink.streamsNote(); n != "" {
+		e.notes.add("%s", n)
+	}
 	for _, n := range e.notes.all() {
 		e.sink.profile.AddNote(n)
 	}

@@ -65,6 +65,8 @@ func UnjoinedReason(s *event.Statement) event.Reason {
 	switch {
 	case s.Joined:
 		return event.ReasonNone
+	case s.Why == event.ReplicaStream: // its server row has no response either
+		return s.Why
 	case !s.HasResponse() && !s.Why.ServerOnly():
 		return event.NoResponse
 	case s.Why != event.ReasonNone:

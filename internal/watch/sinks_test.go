@@ -22,6 +22,8 @@ func TestUnjoinedReason(t *testing.T) {
 		{event.Statement{TRespLast: 5, Why: event.TLS, Notes: []string{"reworded: any text"}}, event.TLS},
 		{event.Statement{TRespLast: 5, Why: event.RingLost}, event.RingLost},
 		{event.Statement{Why: event.UnixSocket}, event.UnixSocket},
+		{event.Statement{Cmd: "COM_BINLOG_DUMP", TRespLast: 5, Why: event.ReplicaStream}, event.ReplicaStream},
+		{event.Statement{Cmd: "COM_BINLOG_DUMP", Why: event.ReplicaStream}, event.ReplicaStream}, // its server row, server-only
 		{event.Statement{TRespLast: 5, Notes: []string{"tls: no sql text"}}, event.NoReason},
 	}
 	for _, c := range cases {
