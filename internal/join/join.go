@@ -370,12 +370,12 @@ func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 			continue
 		}
 		r := &rows[i]
-		if r.Socket {
-			j.notOnWire(r, event.UnixSocket) // no capture sees a unix socket
+		if StreamEvent(r.EventName) { // a replica's binlog stream, over TCP or the socket
+			j.stats.Streams++
 			continue
 		}
-		if StreamEvent(r.EventName) {
-			j.stats.Streams++
+		if r.Socket {
+			j.notOnWire(r, event.UnixSocket) // no capture sees a unix socket
 			continue
 		}
 		base, shift := j.clk.clockOf(r)
