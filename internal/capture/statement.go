@@ -108,8 +108,12 @@ func setTimes(s *event.Statement, reqFirst, reqLast, respFirst, respLast int64) 
 
 // setSQL fills SQL, Digest and DigestText. SQL is the digest text (literals
 // redacted) unless KeepLiterals; then COM_STMT_EXECUTE gets its parameters
-// interpolated into the prepared text.
+// interpolated into the prepared text. A replica's binlog stream is marked
+// as such (markStream).
 func (t *Tracker) setSQL(s *event.Statement, ex *mysqlproto.Exchange) {
+	if ex.Stream {
+		markStream(s)
+	}
 	if len(ex.SQL) == 0 {
 		return
 	}
@@ -162,6 +166,14 @@ func (t *Tracker) derive(ex *mysqlproto.Exchange) derived {
 		*ex.Memo = &d
 	}
 	return d
+}
+
+// markStream marks a replica's binlog stream, emitted when it began: not
+// a statement, so its reason replaces whatever else the capture found,
+// and keeps it out of the join and of every latency figure.
+func markStream(s *event.Statement) {
+	s.Why = event.ReplicaStream
+	s.Notes = addNote(s.Notes, event.ReplicaStream.Text())
 }
 
 // rootCause records why s would not join, should the join fail: the

@@ -86,6 +86,9 @@ type StatementCursor struct {
 	conns  map[uint64]uint64
 	// Lost is the running total of statements lost to ring-buffer wrap.
 	Lost int64
+	// maxSQLText is performance_schema_max_sql_text_length, once read
+	// (completeTexts).
+	maxSQLText int
 }
 
 // NewStatementCursor returns a cursor over table, which must be
@@ -204,6 +207,7 @@ func (c *StatementCursor) Poll(ctx context.Context, db queryer, clock Clock) ([]
 		}
 		out = append(out, s)
 	}
+	c.completeTexts(ctx, db, out)
 	c.prune()
 	return out, lost, nil
 }

@@ -26,9 +26,14 @@ type ServerStatement struct {
 	ConnID     uint64 // threads.PROCESSLIST_ID; 0 for background threads
 	// Socket: the client connected through the server's unix socket
 	// (threads.CONNECTION_TYPE), which no packet capture sees.
-	Socket     bool
-	EventName  string // statement/sql/select, statement/com/Execute, ...
-	SQLText    string
+	Socket    bool
+	EventName string // statement/sql/select, statement/com/Execute, ...
+	SQLText   string
+	// TextCut says whether SQLText is the statement's whole text (see
+	// TextCut's values): the server keeps at most
+	// performance_schema_max_sql_text_length bytes of it, and a join
+	// cursor reads only its start.
+	TextCut    TextCut
 	Digest     string
 	DigestText string
 	Schema     string

@@ -240,8 +240,8 @@ type WireWindow struct{ w Window }
 
 // Add counts s and keeps a copy when a wire rule may cite it.
 func (c *WireWindow) Add(s *event.Statement) {
-	if !s.HasResponse() {
-		return // COM_QUIT and friends: nothing answered, nothing to judge
+	if !s.HasResponse() || s.Why == event.ReplicaStream {
+		return // COM_QUIT and friends: nothing answered, nothing to judge; a replica's stream is no statement
 	}
 	c.w.Seen++
 	if s.Error != nil || s.ZeroWindowUS > 0 || s.Retransmits > 0 || s.LockWaitTime() > 0 {

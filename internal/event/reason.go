@@ -43,6 +43,9 @@ const (
 
 	UnexplainedDelivery // matched, split withheld: delivery far beyond the round trip and bytes, no stall behind it
 
+	// Not a statement: a replica's binlog stream.
+	ReplicaStream // COM_BINLOG_DUMP(_GTID): the server streams the binlog until the replica disconnects
+
 	reasonCount
 )
 
@@ -62,6 +65,9 @@ const (
 	// KindUnmatchedRow: a server row no wire statement took (counted, never
 	// an event of its own).
 	KindUnmatchedRow
+	// KindStream: no statement at all (a replica's binlog stream): kept
+	// out of every latency figure.
+	KindStream
 )
 
 var kindTable = [...]struct{ name, lead string }{
@@ -70,6 +76,7 @@ var kindTable = [...]struct{ name, lead string }{
 	KindWithheld:     {"withheld", "not joined: "},
 	KindServerOnly:   {"server only", "server only: "},
 	KindUnmatchedRow: {"unmatched row", ""},
+	KindStream:       {"stream", "not a statement: "},
 }
 
 // String names the kind as docs/events.md's table does.
@@ -209,6 +216,9 @@ var reasonTable = [...]reasonEntry{
 	UnexplainedDelivery: {"unexplained_delivery", KindWithheld, ByJoin, false, false,
 		"split withheld: delivery the wire cannot explain",
 		"split withheld, the delivery is far longer than the round trip and the response's bytes explain, with no zero window or retransmit behind it; part of the server's work is probably missing from the server rows found (client and server time kept)"},
+	ReplicaStream: {"replica_stream", KindStream, ByCapture, false, false,
+		"a replica's binlog stream",
+		"a replica's binlog stream (COM_BINLOG_DUMP), which the server sends until the replica disconnects; reported when it began, left out of latency figures"},
 }
 
 // The table has an entry for every reason: a constant index out of range
@@ -250,11 +260,12 @@ func (r Reason) Waited() bool { return r.entry().waited }
 func (r Reason) ServerOnly() bool { return r.Kind() == KindServerOnly }
 
 // ReadsUnjoined reports whether r is a wire statement's that reads as
-// unjoined: left without its row, or its split withheld. These are the
+// unjoined: left without its row, its split withheld, or no statement (a
+// replica's stream, joined: false). These are the
 // reasons of the unjoined counts (UnjoinedReasons).
 func (r Reason) ReadsUnjoined() bool {
 	k := r.Kind()
-	return k == KindUnjoined || k == KindWithheld
+	return k == KindUnjoined || k == KindWithheld || k == KindStream
 }
 
 // Label is a few words for r, for a crowded line (the live page).

@@ -106,7 +106,7 @@ func TestReasonListsFromAttributes(t *testing.T) {
 	unjoined, rows := UnjoinedReasons(), UnmatchedRowReasons()
 	for _, r := range Reasons() {
 		k := r.Kind()
-		if got, want := slices.Contains(unjoined, r), k == KindUnjoined || k == KindWithheld; got != want {
+		if got, want := slices.Contains(unjoined, r), k == KindUnjoined || k == KindWithheld || k == KindStream; got != want {
 			t.Errorf("%s (%s): in UnjoinedReasons %v, want %v", r, k, got, want)
 		}
 		if got, want := slices.Contains(rows, r), k == KindUnmatchedRow; got != want {

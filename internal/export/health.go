@@ -34,7 +34,9 @@ var (
 )
 
 // unjoinedReasons are always exported, zero or not, so that rate() works
-// from the first scrape.
+// from the first scrape: the reasons a statement stays unjoined, and a
+// replica's binlog stream, reported as such (event.UnjoinedReasons lists
+// only the former).
 var unjoinedReasons = event.UnjoinedReasons()
 
 func (c *healthCollector) set(h watch.Health) {

@@ -229,8 +229,8 @@ func (o *OTel) Snapshot(s *watch.Snapshot) {
 
 // Statement records s's metrics and, when sampled, its spans.
 func (o *OTel) Statement(s *event.Statement) {
-	if !s.HasResponse() {
-		return // COM_QUIT and the like: no operation to time
+	if !s.HasResponse() || s.Why == event.ReplicaStream {
+		return // COM_QUIT and the like, a replica's binlog stream: no operation to time
 	}
 	if o.mp != nil {
 		o.record(s)

@@ -234,6 +234,9 @@ func (p *Prometheus) Statement(s *event.Statement) {
 	if lw := s.LockWaitTime(); lw > 0 {
 		p.countLockWait(s, lw)
 	}
+	if !s.HasResponse() || s.Why == event.ReplicaStream {
+		return // no client time: COM_QUIT and the like, a server-only statement; a replica's binlog stream is no statement
+	}
 	name := Fingerprint(s)
 	p.mu.Lock()
 	defer p.mu.Unlock()

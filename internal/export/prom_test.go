@@ -335,3 +335,37 @@ func TestPrometheusLockWaitAndTransactions(t *testing.T) {
 		}
 	}
 }
+
+// A replica's binlog stream is no statement: it has no client time in the
+// duration histogram (nor has a statement without a response: COM_QUIT, a
+// server-only statement), and the unjoined counter has its zero series
+// from the first scrape, counting it when the snapshot does.
+func TestPrometheusReplicaStream(t *testing.T) {
+	p := NewPrometheus(0)
+	p.Statement(stmt("a", 800, true))
+	stream := stmt("dump", 175, false)
+	stream.Cmd, stream.Why = "COM_BINLOG_DUMP", event.ReplicaStream
+	p.Statement(stream)
+	serverOnly := stmt("a", 0, false)
+	serverOnly.TRespLast, serverOnly.Why, serverOnly.ServerUS = 0, event.UnixSocket, 150_000
+	p.Statement(serverOnly)
+	p.Snapshot(&watch.Snapshot{})
+	mfs := gather(t, p)
+	if got := byDigest(mfs["gapscope_statement_duration_seconds"]); len(got) != 1 || got["a"] != 1 {
+		t.Errorf("duration histogram by digest %v, want only the statement with a response", got)
+	}
+	reasons := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, m := range gather(t, p)["gapscope_statements_unjoined_total"].GetMetric() {
+			out[label(m, "reason")] = m.GetCounter().GetValue()
+		}
+		return out
+	}
+	if got, ok := reasons()["replica_stream"]; !ok || got != 0 {
+		t.Errorf("unjoined replica_stream = %v (present %v), want a zero series", got, ok)
+	}
+	p.Snapshot(&watch.Snapshot{Health: watch.Health{Statements: 3, Joined: 1, Unjoined: map[string]int64{"replica_stream": 1}}})
+	if got := reasons()["replica_stream"]; got != 1 {
+		t.Errorf("unjoined replica_stream = %v, want 1", got)
+	}
+}

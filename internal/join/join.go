@@ -75,6 +75,10 @@ type Options struct {
 	// learnt when the claimed calibration looks wrong; after it, rows are
 	// matched with the claimed one. Default 2 s.
 	LearnWait time.Duration
+	// KeepLiterals keeps the literals in the text of the server-only
+	// statements the joiner reports (a unix socket's), as the capture
+	// keeps them in the wire's (ServerText).
+	KeepLiterals bool
 }
 
 func (o Options) withDefaults() Options {
@@ -123,6 +127,10 @@ type Stats struct {
 	Background int64
 	// Merged counts extra server rows absorbed by a multi-statement query.
 	Merged int64
+	// Streams counts rows of replicas' binlog streams (a COM_BINLOG_DUMP,
+	// written when the replica left, its TIMER_WAIT the stream's life): no
+	// statement, never matched; the wire reported the stream as it began.
+	Streams int64
 	// UnmatchedByReason splits UnmatchedServer by why no wire statement
 	// took the row, by the reason's name (event.UnmatchedRowReasons).
 	UnmatchedByReason map[string]int64
@@ -185,6 +193,9 @@ type Joiner struct {
 	// unmatchedBy counts the server rows no wire statement took, by reason.
 	unmatchedBy event.ReasonCounts
 	stats       Stats
+	// text gives the statements reported without a wire half their text
+	// (made at the first).
+	text *ServerText
 }
 
 type wireItem struct {
@@ -359,6 +370,10 @@ func (j *Joiner) addServer(rows []collect.ServerStatement, nowUS int64) {
 			continue
 		}
 		r := &rows[i]
+		if StreamEvent(r.EventName) { // a replica's binlog stream, over TCP or the socket
+			j.stats.Streams++
+			continue
+		}
 		if r.Socket {
 			j.notOnWire(r, event.UnixSocket) // no capture sees a unix socket
 			continue
@@ -833,7 +848,10 @@ func (j *Joiner) join(c *connState, i int, s *event.Statement) {
 // captured wire.
 func (j *Joiner) notOnWire(r *collect.ServerStatement, why event.Reason) {
 	j.stats.NotOnWire++
-	j.deliver(ServerOnly(r, why))
+	if j.text == nil {
+		j.text = NewServerText(j.opts.KeepLiterals)
+	}
+	j.deliver(ServerOnly(r, why, j.text))
 }
 
 // partOf is one server row of a request, for its event's list.

@@ -126,7 +126,7 @@ func checkCoverage(t *testing.T, st *BusyStats, r *Result) {
 	for _, n := range c.ServerUnmatched {
 		unmatched += n
 	}
-	if got := c.ServerJoined + c.ServerMerged + c.ServerNested + c.ServerBackground + unmatched + c.ServerSampledOut + c.ServerDuplicates; got != c.ServerRows {
+	if got := c.ServerJoined + c.ServerMerged + c.ServerNested + c.ServerBackground + c.ServerStreams + unmatched + c.ServerSampledOut + c.ServerDuplicates; got != c.ServerRows {
 		t.Errorf("server rows: %d read, %d accounted for (%+v)", c.ServerRows, got, c)
 	}
 }

@@ -45,6 +45,7 @@ const (
 	comProcessKill      = 0x0c
 	comPing             = 0x0e
 	comChangeUser       = 0x11
+	comBinlogDump       = 0x12
 	comStmtPrepare      = 0x16
 	comStmtExecute      = 0x17
 	comStmtSendLongData = 0x18
@@ -52,6 +53,7 @@ const (
 	comStmtReset        = 0x1a
 	comSetOption        = 0x1b
 	comStmtFetch        = 0x1c
+	comBinlogDumpGTID   = 0x1e
 	comResetConnection  = 0x1f
 	comStmtBulkExecute  = 0xfa
 )

@@ -33,6 +33,7 @@ const (
 	phaseLogin                 // waiting for the client's handshake response
 	phaseAuth                  // authentication until the server's OK or ERR
 	phaseCommand               // command phase
+	phaseStream                // a replica's binlog stream: packets counted until an EOF or ERR
 	phaseOpaque                // TLS, refused login, COM_QUIT, zstd: nothing more to decode
 )
 
@@ -179,6 +180,9 @@ func (d *ConnDecoder) tryResync(data []byte) bool {
 // packet is split across feeds.
 func (d *ConnDecoder) keepFor(dir Direction, length int) int {
 	if dir == ServerToClient {
+		if d.phase == phaseStream {
+			return min(length, 1) // a binlog event's type byte says whether the stream ended
+		}
 		return min(length, serverKeep)
 	}
 	if h := d.head(); h != nil && h.st == rsInfileData {
@@ -196,6 +200,10 @@ func (d *ConnDecoder) onPacket(dir Direction, p *packet) {
 		} else {
 			d.serverPacket(p)
 		}
+	case phaseStream:
+		if dir == ServerToClient {
+			d.streamPacket(p)
+		} // the client's packets are a semi-synchronous replica's acknowledgements
 	case phaseGreeting, phaseLogin, phaseAuth:
 		d.handshakePacket(dir, p)
 	}

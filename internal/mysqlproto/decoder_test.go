@@ -77,6 +77,33 @@ func rows(n int) [][]any {
 	return out
 }
 
+// binlogDump is a replica's COM_BINLOG_DUMP: position, flags (1:
+// non-blocking), its server id, the binlog file.
+func binlogDump(flags uint16, file string) []byte {
+	b := binary.LittleEndian.AppendUint32([]byte{comBinlogDump}, 4)
+	b = binary.LittleEndian.AppendUint16(b, flags)
+	b = binary.LittleEndian.AppendUint32(b, 2)
+	return append(b, file...)
+}
+
+// binlogEvent is one packet of a binlog stream: 0x00, then an event of
+// type typ (its 19-byte header and a body of n bytes).
+func binlogEvent(typ byte, n int) []byte {
+	ev := make([]byte, 1+19+n)
+	ev[5] = typ
+	binary.LittleEndian.PutUint32(ev[10:], uint32(19+n))
+	for i := 20; i < len(ev); i++ {
+		ev[i] = byte(i) // bytes of every value, 0xFE and 0xFF among them
+	}
+	return ev
+}
+
+// semiSyncAck is a semi-synchronous replica's acknowledgement: its own
+// packet (sequence 0, magic 0xEF), binlog position and file.
+func semiSyncAck() []byte {
+	return append(binary.LittleEndian.AppendUint64([]byte{0xef}, 1234), "mariadb-bin.000001"...)
+}
+
 type decodeCase struct {
 	name  string
 	build func(s *script)
@@ -109,6 +136,32 @@ var decodeCases = []decodeCase{
 		ps := s.resultPayloads(3, rows(2), 2, false)
 		s.server(append(ps[:len(ps)-1], errPayload(1317, "70100", "Query execution was interrupted"))...)
 	}, []summary{{Cmd: "COM_QUERY", SQL: "SELECT * FROM big", Rows: 2, ResultSets: 1, Err: "1317 70100 Query execution was interrupted"}}},
+
+	{"binlog dump stream", func(s *script) {
+		s.client(query("SET @master_heartbeat_period=30000000000"))
+		s.server(okPayload(0, 0, 0, 2, 0))
+		s.client(binlogDump(0, "mariadb-bin.000001"))
+		s.server(binlogEvent(4, 30), binlogEvent(15, 240)) // rotate, format description
+		s.server(binlogEvent(27, 0))                       // a heartbeat while the primary waits
+		s.add(ClientToServer, frame(0, semiSyncAck()))
+		s.server(binlogEvent(2, 3000), binlogEvent(16, 8)) // a transaction
+	}, []summary{{Cmd: "COM_QUERY", SQL: "SET @master_heartbeat_period=30000000000"},
+		{Cmd: "COM_BINLOG_DUMP", Stream: true}}},
+
+	{"binlog dump non-blocking at the end", func(s *script) {
+		s.client(binlogDump(1, "mariadb-bin.000001"))
+		s.server(binlogEvent(4, 30), binlogEvent(15, 240), s.endMarker(2))
+		s.client([]byte{comPing})
+		s.server(okPayload(0, 0, 0, 2, 0))
+	}, []summary{{Cmd: "COM_BINLOG_DUMP", Stream: true}, {Cmd: "COM_PING"}}},
+
+	{"binlog dump refused", func(s *script) {
+		s.client(append([]byte{comBinlogDumpGTID}, make([]byte, 18)...))
+		s.server(errPayload(1236, "HY000", "Could not find first log file name in binary log index file"))
+		s.client([]byte{comPing})
+		s.server(okPayload(0, 0, 0, 2, 0))
+	}, []summary{{Cmd: "COM_BINLOG_DUMP_GTID", Err: "1236 HY000 Could not find first log file name in binary log index file"},
+		{Cmd: "COM_PING"}}},
 
 	{"multi statements", func(s *script) {
 		s.client(query("SELECT 1; UPDATE t SET a=1; SELECT 2"))
@@ -445,4 +498,39 @@ func TestAwaitingMatchesWhatCloseFlushes(t *testing.T) {
 		t.Errorf("the cases never showed both states: %v", seen)
 	}
 	t.Logf("awaiting after %d deliveries, not after %d", seen[true], seen[false])
+}
+
+// TestBinlogStreamEmittedAtItsStart: a replica's binlog dump is emitted
+// when its first event arrives, timed to it, and nothing the stream
+// carries after it (events, heartbeats, the replica's acknowledgements,
+// its end at the connection's close) makes another exchange or leaves a
+// command awaiting its answer.
+func TestBinlogStreamEmittedAtItsStart(t *testing.T) {
+	s := newScript(true)
+	s.handshake()
+	s.client(binlogDump(0, "mariadb-bin.000001"))
+	s.server(binlogEvent(4, 30), binlogEvent(15, 240))
+	first := s.chunks[len(s.chunks)-1]
+	for range 50 {
+		s.server(binlogEvent(2, 100), binlogEvent(16, 8))
+		s.add(ClientToServer, frame(0, semiSyncAck()))
+	}
+	r := &recorder{}
+	d := NewConnDecoder(r, Options{})
+	for _, c := range s.chunks {
+		d.Feed(c.dir, c.ts, c.data)
+		if c.ts >= first.ts && (len(r.exs) != 1 || d.Awaiting()) {
+			t.Fatalf("after the chunk at %d: %d exchanges, awaiting %v", c.ts, len(r.exs), d.Awaiting())
+		}
+	}
+	d.Close(s.ts + 1)
+	if len(r.exs) != 1 {
+		t.Fatalf("%d exchanges: %+v", len(r.exs), summaries(r.exs))
+	}
+	ex := r.exs[0]
+	firstEvent := int64(len(frame(0, binlogEvent(4, 30)))) // the response is its first packet, the rest the stream's
+	if !ex.Stream || ex.Incomplete || ex.RespFirst != first.ts || ex.RespLast != first.ts || ex.RespBytes != firstEvent {
+		t.Errorf("stream %v incomplete %v, response %d..%d (%d bytes); want its first event at %d (%d bytes)",
+			ex.Stream, ex.Incomplete, ex.RespFirst, ex.RespLast, ex.RespBytes, first.ts, firstEvent)
+	}
 }

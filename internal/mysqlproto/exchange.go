@@ -75,7 +75,15 @@ type Exchange struct {
 	Results      int    // every result (OK, ERR, EOF or result set) in the response
 	Err          *ErrInfo
 	NoResponse   bool // COM_QUIT, COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA
-	Incomplete   bool // the connection ended (or a gap hit) before the response completed
+	// Stream: the command opened a stream, not a statement: a replica's
+	// COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID, to which the server sends
+	// binlog events (each packet 0x00 and an event) until the replica
+	// disconnects, with no end marker while it waits for new events. It
+	// is emitted as the stream begins (RespFirst = RespLast: its first
+	// event); what the connection carries after it is the stream's, until
+	// an EOF or ERR ends it (a non-blocking dump that reached the end).
+	Stream     bool
+	Incomplete bool // the connection ended (or a gap hit) before the response completed
 	// Note is a short static explanation when something was unusual
 	// ("resync after gap", "tls: no sql text", "local infile", ...).
 	Note string

@@ -309,12 +309,13 @@ type summary struct {
 	Err        string
 	NoResp     bool
 	Incomplete bool
+	Stream     bool
 	Note       string
 }
 
 func summarize(ex *Exchange) summary {
 	s := summary{Cmd: ex.CmdName, SQL: string(ex.SQL), Rows: ex.Rows, ResultSets: ex.ResultSets,
-		NoResp: ex.NoResponse, Incomplete: ex.Incomplete, Note: ex.Note}
+		NoResp: ex.NoResponse, Incomplete: ex.Incomplete, Stream: ex.Stream, Note: ex.Note}
 	if ex.Params != nil {
 		ps := make([]string, len(ex.Params))
 		for i, p := range ex.Params {

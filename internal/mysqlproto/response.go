@@ -95,6 +95,8 @@ func (d *ConnDecoder) resultFirst(h *pending, p *packet) {
 		d.changeUserAuth(h, b)
 	case b[0] == 0x00 && h.ex.Cmd == comStmtPrepare:
 		d.prepareOK(h, b)
+	case b[0] == 0x00 && (h.ex.Cmd == comBinlogDump || h.ex.Cmd == comBinlogDumpGTID):
+		d.startStream(h)
 	case b[0] == 0x00:
 		d.resultOK(h, b)
 	case b[0] == 0xfe && p.length < 9:
@@ -439,4 +441,28 @@ func touchLines(b []byte) byte {
 		x ^= b[i]
 	}
 	return x
+}
+
+// startStream: the server answered a binlog dump with its first event. The
+// exchange is emitted now, marked as a stream, and the connection's server
+// packets are the stream's from here on (streamPacket).
+func (d *ConnDecoder) startStream(h *pending) {
+	h.ex.Stream = true
+	d.finish(h)
+	d.flushPending(noteCutShort) // nothing follows a dump on the client's side
+	d.phase = phaseStream
+}
+
+// streamPacket follows a binlog stream: every packet is an event (0x00)
+// until an EOF (a non-blocking dump at the binlog's end) or an ERR ends
+// it, after which the connection takes commands again.
+func (d *ConnDecoder) streamPacket(p *packet) {
+	cont := d.srvCont
+	d.srvCont = p.length == maxPacket
+	if cont || len(p.payload) == 0 {
+		return // the rest of an event of 16 MiB or more
+	}
+	if isErr(p.payload) || isEndMarker(p.payload, p.length) {
+		d.phase = phaseCommand
+	}
 }

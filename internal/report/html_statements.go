@@ -27,8 +27,11 @@ func NewStatementSummary() *StatementSummary {
 
 // Add counts one statement.
 func (s *StatementSummary) Add(st *event.Statement) {
+	s.profile.Add(st) // a replica's binlog stream only as a note
+	if st.Why == event.ReplicaStream {
+		return
+	}
 	s.n++
-	s.profile.Add(st)
 	if !st.Joined {
 		return
 	}

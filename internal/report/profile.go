@@ -103,6 +103,9 @@ type Profile struct {
 	firstUS   int64
 	lastUS    int64
 	notes     noteSet
+	// streams counts replicas' binlog streams: not statements, kept out
+	// of every figure, said in a note.
+	streams int64
 }
 
 // NewProfile returns an empty profile.
@@ -128,6 +131,10 @@ func (p *Profile) Add(s *event.Statement) { p.AddExtra(s, nil) }
 // AddExtra is Add with what the source knows beyond the statement (x may be
 // nil); x.ClassID, when set, is the statement's class instead of its digest.
 func (p *Profile) AddExtra(s *event.Statement, x *Extra) {
+	if s.Why == event.ReplicaStream {
+		p.streams++
+		return
+	}
 	p.stmts++
 	p.byCommand.add(s.Cmd, 1)
 	p.addConn(s)
@@ -729,6 +736,9 @@ func (p *Profile) Result() *ProfileResult {
 	}
 	r.Classes = int64(len(r.Digests))
 	r.Notes = p.notes.list()
+	if p.streams > 0 {
+		r.Notes = append(r.Notes, StreamsNote(p.streams))
+	}
 	if p.other != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("%s: %d statements of %s digests beyond the %d-digest limit",
 			otherText, p.other.calls, foldedCount(len(p.folded)), p.opts.MaxDigests))
@@ -843,4 +853,19 @@ func (c *commandCounts) asMap() map[string]int64 {
 		m[name] += c.counts[i]
 	}
 	return m
+}
+
+// StreamsNote says that n replicas' binlog streams were seen and left out
+// of the figures (event.ReplicaStream).
+func StreamsNote(n int64) string {
+	return fmt.Sprintf("%s (COM_BINLOG_DUMP): the server streams the binlog to a replica for as long as it stays connected; not a statement, left out of the statements, latencies and percentiles",
+		CountNoun(n, "replica binlog stream", "replica binlog streams"))
+}
+
+// CountNoun is "1 thing" or "n things".
+func CountNoun(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/join"
+	"github.com/gapscope/gapscope/internal/report"
 )
 
 // Coverage is what a run saw and joined, from both sides. Its wire
@@ -22,6 +23,10 @@ type Coverage struct {
 	JoinedBySource map[string]int64 `json:"joined_by_source,omitempty"`
 	// Unjoined by the note that says why.
 	Unjoined map[string]int64 `json:"unjoined_by_reason,omitempty"`
+	// ReplicaStreams: replicas' binlog streams (COM_BINLOG_DUMP), no
+	// statements; in Seen and in Unjoined under their reason
+	// (replica_stream), in no latency figure.
+	ReplicaStreams int64 `json:"replica_streams"`
 	// Outliers: statements that stood out (the outlier rule); how many of
 	// them joined.
 	Outliers       int64 `json:"outliers"`
@@ -33,13 +38,16 @@ type Coverage struct {
 	// file, store, exporters) because those fell behind by a whole queue.
 	OutputDropped int64 `json:"output_dropped"`
 	// Server rows read (history_long's new rows plus those the targeted
-	// reads fed) = joined + merged + nested + background + unmatched +
-	// sampled out + duplicates.
-	ServerRows       int64            `json:"server_rows"`
-	ServerJoined     int64            `json:"server_joined"`
-	ServerMerged     int64            `json:"server_merged"`
-	ServerNested     int64            `json:"server_nested"`
-	ServerBackground int64            `json:"server_background"`
+	// reads fed) = joined + merged + nested + background + streams +
+	// unmatched + sampled out + duplicates.
+	ServerRows       int64 `json:"server_rows"`
+	ServerJoined     int64 `json:"server_joined"`
+	ServerMerged     int64 `json:"server_merged"`
+	ServerNested     int64 `json:"server_nested"`
+	ServerBackground int64 `json:"server_background"`
+	// ServerStreams: rows of replicas' binlog streams (statement/com/Binlog
+	// Dump, written when a replica leaves), no statements.
+	ServerStreams    int64            `json:"server_streams"`
 	ServerUnmatched  map[string]int64 `json:"server_unmatched,omitempty"`
 	ServerSampledOut int64            `json:"server_sampled_out"`
 	ServerDuplicates int64            `json:"server_duplicates"`
@@ -105,10 +113,12 @@ func (e *engine) coverage(js join.Stats, server ServerSideStats) Coverage {
 		c.NotOnWire += n
 	}
 	e.sink.mu.Unlock()
+	c.ReplicaStreams = c.Unjoined[event.ReplicaStream.String()]
 	c.QueueDropped = server.QueueDrops
 	c.OutputDropped = e.sink.out.drops()
 	c.ServerRows = server.Rows + server.TargetedRows
 	c.ServerJoined, c.ServerMerged, c.ServerNested, c.ServerBackground = js.Joined, js.Merged, js.Nested, js.Background
+	c.ServerStreams = js.Streams
 	c.ServerUnmatched = maps.Clone(js.UnmatchedByReason)
 	c.ServerSampledOut, c.ServerDuplicates = server.SampledOutRows, server.DuplicateRows
 	c.ThreadsFromWire = js.ThreadsLearned
@@ -123,8 +133,14 @@ func (c Coverage) Summary() string {
 		fmt.Fprintf(&b, " (%s)", countList(c.JoinedBySource))
 	}
 	fmt.Fprintf(&b, "; %d stood out, %d of them joined\n", c.Outliers, c.OutliersJoined)
-	if len(c.Unjoined) > 0 {
-		fmt.Fprintf(&b, "  not joined: %s\n", countList(c.Unjoined))
+	unjoined := maps.Clone(c.Unjoined)
+	delete(unjoined, event.ReplicaStream.String()) // said apart: no statements
+	if len(unjoined) > 0 {
+		fmt.Fprintf(&b, "  not joined: %s\n", countList(unjoined))
+	}
+	if c.ReplicaStreams > 0 {
+		fmt.Fprintf(&b, "  replicas: %s (COM_BINLOG_DUMP, open for the replica's life): not statements, in no latency figure\n",
+			report.CountNoun(c.ReplicaStreams, "replica binlog stream", "replica binlog streams"))
 	}
 	if c.QueueDropped > 0 {
 		fmt.Fprintf(&b, "  lost before the join (queue overflow): %d\n", c.QueueDropped)
@@ -136,8 +152,8 @@ func (c Coverage) Summary() string {
 	for _, n := range c.ServerUnmatched {
 		unmatched += n
 	}
-	fmt.Fprintf(&b, "server rows read %d: joined %d, merged into a multi-statement query %d, inside stored programs %d, not on the wire %d, background (or unidentified) threads %d, unmatched %d, left out of the join sample %d, duplicates of targeted reads %d\n",
-		c.ServerRows, c.ServerJoined, c.ServerMerged, c.ServerNested, c.NotOnWire, c.ServerBackground, unmatched, c.ServerSampledOut, c.ServerDuplicates)
+	fmt.Fprintf(&b, "server rows read %d: joined %d, merged into a multi-statement query %d, inside stored programs %d, not on the wire %d, background (or unidentified) threads %d, replicas' binlog streams %d, unmatched %d, left out of the join sample %d, duplicates of targeted reads %d\n",
+		c.ServerRows, c.ServerJoined, c.ServerMerged, c.ServerNested, c.NotOnWire, c.ServerBackground, c.ServerStreams, unmatched, c.ServerSampledOut, c.ServerDuplicates)
 	if c.NotOnWire > 0 {
 		top := c.ServerJoined + c.NotOnWire // the server's statements watch could place
 		fmt.Fprintf(&b, "  not on the captured wire: %d statements (%s), %.1f%% of the server's statements joined or placed, %s of server time: reported as server-only events\n",

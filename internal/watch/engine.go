@@ -246,11 +246,13 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		db.Close()
 		return nil, err
 	}
+	fitCursor(cursor, e.noWire)
 	e.fitMemoryLimit()
 	e.sink = newSink(opts.WindowSize, out, e.noWire, ledger)
 	e.sink.lost = e.lostReason
 	clock, _ := e.clock.Clock()
-	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server)}, e.joined)
+	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server),
+		KeepLiterals: opts.KeepLiterals}, e.joined)
 	e.sample = e.newJoinSample()
 	e.joiner.SetPartial(e.sample.on()) // a fixed --sample; a budget's cuts say so as they come
 	e.watchSockets()
@@ -261,7 +263,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
 		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
-		noWire: e.noWire, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
+		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
 		rowLocks: e.rowLocks, ledger: ledger}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
 	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
@@ -469,6 +471,8 @@ func (e *engine) takeWire() {
 			s.ConnID = e.joiner.ConnOf(s.Conn) // the joiner fills it for what it takes
 		}
 		switch {
+		case s.Why == event.ReplicaStream:
+			e.sink.add(s) // a replica's binlog stream: no statement, its row comes when the replica leaves
 		case !e.readsRows:
 			s.Why = event.NoServer // never handed to the joiner
 			e.sink.add(s)
@@ -558,6 +562,9 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	txns, txnCount := e.txns.recent()
 	res.Transactions = txn.Summarize(txns, txnCount)
 	e.sink.mu.Lock()
+	if n := e.sink.streamsNote(); n != "" {
+		e.notes.add("%s", n)
+	}
 	for _, n := range e.notes.all() {
 		e.sink.profile.AddNote(n)
 	}

@@ -173,6 +173,7 @@ func (p *poller) restartCursor(ctx context.Context, fromStart bool) bool {
 	if err != nil {
 		return false
 	}
+	fitCursor(c, p.noWire)
 	p.cursor = c
 	return true
 }

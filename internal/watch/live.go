@@ -25,6 +25,7 @@ func (e *engine) drawLive() {
 	groups := e.sink.groupList()
 	conns := e.sink.topConns(5)
 	serverOnly := e.sink.serverOnly
+	streams := e.sink.streamsNote()
 	e.sink.mu.Unlock()
 	e.refreshLiveFindings()
 	w := bufio.NewWriter(e.opts.Live)
@@ -39,6 +40,9 @@ func (e *engine) drawLive() {
 	}
 	writeGroups(w, groups)
 	writeConns(w, conns)
+	if streams != "" {
+		fmt.Fprintf(w, "\nreplicas: %s\n", streams)
+	}
 	writeLiveFindings(w, e.liveFindings)
 }
 

@@ -72,6 +72,10 @@ type poller struct {
 	enableConsumers         bool
 	// noWire: no capture this run, the rows go to the sink as they are.
 	noWire bool
+	// keepLiterals keeps the literals of the server-only statements' text;
+	// text gives them their text (made at the first).
+	keepLiterals bool
+	text         *join.ServerText
 
 	// info and caps are the server as last read (a restart re-reads them);
 	// restore undoes the consumers this run enabled.
@@ -471,6 +475,15 @@ func openHistory(ctx context.Context, db *sql.DB, table string, notes *noteList)
 	return c
 }
 
+// fitCursor makes a join cursor read what the run reports: without the
+// wire every row is a statement of its own, reported with its text, so
+// the text is read whole (a join reads its start only).
+func fitCursor(c *collect.StatementCursor, noWire bool) {
+	if c != nil && noWire {
+		c.WholeText()
+	}
+}
+
 // newJoinCursor is a cursor on table for the join (a slow statement's row
 // read on every connection, whatever the join sample): from the history's
 // start, or from now on when primed.
@@ -506,8 +519,11 @@ func (p *poller) mapExistingConns(ctx context.Context) {
 
 // addServerOnly reports server statements as such when there is no wire.
 func (p *poller) addServerOnly(rows []collect.ServerStatement) {
+	if p.text == nil {
+		p.text = join.NewServerText(p.keepLiterals)
+	}
 	for i := range rows {
-		s := join.ServerOnly(&rows[i], event.NoCapture)
+		s := join.ServerOnly(&rows[i], event.NoCapture, p.text)
 		p.sink.add(s)
 	}
 }

@@ -2,7 +2,9 @@ package watch
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -53,7 +55,14 @@ type sink struct {
 	// lost is what watch knows of a waited statement's missing row
 	// (engine.lostReason), for decideReason; nil: nothing.
 	lost func(*event.Statement) event.Reason
+	// streams are the replicas' binlog streams seen (not statements), the
+	// first maxStreamConns of them by connection.
+	streams     int64
+	streamConns []string
 }
+
+// maxStreamConns bounds the replicas' connections the sink names.
+const maxStreamConns = 8
 
 // ConnSummary is one connection's time, for the live view's per-connection
 // block.
@@ -110,6 +119,10 @@ func (k *sink) deliver(s *event.Statement) {
 func (k *sink) account(s *event.Statement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if s.Why == event.ReplicaStream {
+		k.accountStream(s)
+		return
+	}
 	if s.Why.ServerOnly() && !k.serverOnly {
 		k.accountUnseen(s)
 		return
@@ -137,6 +150,40 @@ func (k *sink) accountUnseen(s *event.Statement) {
 	k.unseen.Add(s)
 	k.cov.addUnseen(s)
 	k.window.add(s)
+}
+
+// accountStream counts a replica's binlog stream: reported, and counted
+// by its reason in the coverage (seen = joined + unjoined holds), but no
+// statement: kept out of the profile, the slowest statements, the
+// connections' and pool groups' times and the diagnosis window.
+func (k *sink) accountStream(s *event.Statement) {
+	k.total++
+	k.cov.add(s)
+	k.streams++
+	if len(k.streamConns) < maxStreamConns {
+		k.streamConns = append(k.streamConns, streamConn(s))
+	}
+}
+
+// streamConn names a replica's connection: its address, or (server-only)
+// its connection id.
+func streamConn(s *event.Statement) string {
+	if s.Conn != "" {
+		return s.Conn
+	}
+	return fmt.Sprintf("connection %d", s.ConnID)
+}
+
+// streamsNote names the replicas' binlog streams seen ("" when none).
+func (k *sink) streamsNote() string {
+	if k.streams == 0 {
+		return ""
+	}
+	n := report.StreamsNote(k.streams) + ": " + strings.Join(k.streamConns, ", ")
+	if more := k.streams - int64(len(k.streamConns)); more > 0 {
+		n += fmt.Sprintf(" and %d more", more)
+	}
+	return n
 }
 
 // NotOnWireMetric names the ranking of the statements the wire did not carry.

@@ -78,7 +78,7 @@ func decideReason(s *event.Statement, lost func(*event.Statement) event.Reason) 
 	switch {
 	case s.Joined:
 		return event.ReasonNone
-	case s.Why.ServerOnly():
+	case s.Why.ServerOnly(), s.Why == event.ReplicaStream: // a stream's server row has no response either
 		return s.Why
 	case !s.HasResponse():
 		return event.NoResponse

@@ -24,6 +24,8 @@ func TestUnjoinedReason(t *testing.T) {
 		{event.Statement{TRespLast: 5, Why: event.TLS, Notes: []string{"reworded: any text"}}, event.TLS},
 		{event.Statement{TRespLast: 5, Why: event.RingLost}, event.RingLost},
 		{event.Statement{Why: event.UnixSocket}, event.UnixSocket},
+		{event.Statement{Cmd: "COM_BINLOG_DUMP", TRespLast: 5, Why: event.ReplicaStream}, event.ReplicaStream},
+		{event.Statement{Cmd: "COM_BINLOG_DUMP", Why: event.ReplicaStream}, event.ReplicaStream}, // its server row, server-only
 		{event.Statement{TRespLast: 5, Notes: []string{"tls: no sql text"}}, event.NoReason},
 	}
 	for _, c := range cases {
@@ -58,7 +60,7 @@ func TestDecideReason(t *testing.T) {
 			t.Errorf("%s without watch's knowledge: decided %s", r, got)
 		}
 		quit := event.Statement{Cmd: "COM_QUIT", Why: r}
-		if got, want := decideReason(&quit, lost), event.NoResponse; got != want && !r.ServerOnly() {
+		if got, want := decideReason(&quit, lost), event.NoResponse; got != want && !r.ServerOnly() && r != event.ReplicaStream { // a stream keeps its own reason
 			t.Errorf("no response, proposed %s: decided %s, want %s", r, got, want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/join"
 )
 
 // target is an outlier the wire saw: what the poller needs to find its
@@ -315,6 +316,9 @@ func (p *poller) scanRunning(ctx context.Context) {
 	if err != nil {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
+	// A replica's binlog stream runs for the replica's life: no statement
+	// to remember, nor a reason to learn threads at every scan.
+	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool { return join.StreamEvent(r.EventName) })
 	t.remember(rows)
 	if len(rows) > 0 {
 		// A statement long enough to be seen running may be a unix-socket

@@ -74,7 +74,7 @@ func (w *wireStage) take(s *event.Statement) {
 	if s.ConnID != 0 && w.toPoller {
 		w.noteConn(s.ConnID)
 	}
-	if w.rule.observe(s) {
+	if s.Why != event.ReplicaStream && w.rule.observe(s) { // a replica's stream is no statement
 		s.Outlier = true
 		if w.toPoller {
 			w.handOutlier(s)

@@ -69,8 +69,8 @@ func newHistory() *history { return &history{} }
 
 // add counts one statement.
 func (h *history) add(s *event.Statement) {
-	if !s.HasResponse() {
-		return // COM_QUIT and the like: no latency to show
+	if !s.HasResponse() || s.Why == event.ReplicaStream {
+		return // COM_QUIT and the like, a replica's binlog stream: no latency to show
 	}
 	idx := s.TRespLast / stepUS
 	k := key{digest: digestOf(s), user: s.User, db: s.DB, group: -1}
