@@ -97,6 +97,12 @@ func TestLocksLab(t *testing.T) {
 			t.Errorf("baseline: %s %q attributed a lock wait: %+v", s.Conn, s.SQL, s.BlockedBy)
 		}
 	}
+	if n := r.Baseline.ServerSide.LockReads; n != 0 {
+		t.Errorf("baseline: %d reads of the lock tables while nothing ran long", n)
+	}
+	if n := r.ByCase["row"].ServerSide.LockReads; n == 0 {
+		t.Error("row: the 1.3 s wait ran long and no read of the lock tables was made")
+	}
 	if r.Baseline.Transactions.Count == 0 {
 		t.Error("baseline: no transactions seen")
 	}

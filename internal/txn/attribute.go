@@ -95,37 +95,54 @@ func execSpan(s *event.Statement) (from, to int64) {
 
 // attribute looks for what s waited for: a wait the server's lock tables
 // showed (Observe), else a release on the wire that its end followed.
-func (l *Ledger) attribute(s *event.Statement) {
+func (l *Ledger) attribute(s *event.Statement, final bool) (undecided bool) {
 	from, to := execSpan(s)
 	if to-from < l.opts.MinWaitUS || s.Conn == "" && s.ConnID == 0 || !mayWait(s.DigestText, s.SQL) {
-		return
+		return false
 	}
+	var live *liveWait
 	if w, ok := l.live[s.ConnID]; ok && s.ConnID != 0 && w.seenUS >= from && w.seenUS <= to+l.opts.SlackUS {
-		delete(l.live, s.ConnID)
-		l.attributeLive(s, w, from, to)
-		return
+		if w.BlockerID != 0 {
+			delete(l.live, s.ConnID)
+			l.attributeLive(s, w, from, to)
+			return false
+		}
+		live = &w // the server saw it wait, not for whom: the wire may tell
 	}
 	// The release is matched on the wire's clock, the waiter's own wire
 	// times against the release's (a joined statement's server times
 	// carry the clock calibration's error); the wait is measured on the
 	// server's span.
 	if s.TRespFirst == 0 && s.TRespLast == 0 {
-		return
+		return false
 	}
 	r, rivals := l.wireRelease(waiter{s.Conn, s.DigestText, s.SQL, s.TReqLast, respFirst(s) - 2*s.TransitUS})
 	if r == nil {
-		return
+		if live != nil && final {
+			delete(l.live, s.ConnID)
+			l.attributeLive(s, *live, from, to) // a wait the server showed, its blocker unknown
+		}
+		return live != nil && !final
 	}
 	kind := kindOf(s, r)
 	confidence := event.ConfidenceLow
 	evidence := fmt.Sprintf("its answer left %s after %s's %s reached the server",
 		usText(respFirst(s)-2*s.TransitUS-r.releasedFrom()), r.conn, releaseName(r))
-	if kind == event.LockRow && l.opts.RowLockWaits != nil {
+	switch {
+	case live != nil:
+		delete(l.live, s.ConnID)
+		kind, confidence = live.Kind, event.ConfidenceHigh
+		evidence += fmt.Sprintf("; %s showed it waiting for a %s lock", live.Source, live.Kind)
+	case kind == event.LockRow && l.opts.RowLockWaits != nil:
 		waits, known := l.opts.RowLockWaits(from, to)
 		switch {
-		case known && waits == 0:
-			return // the server counted no row-lock wait while it ran
-		case known && rivals == 0:
+		case !known && !final:
+			return true // judged once the server's counter has been read past its end
+		case !known:
+			return false // never attribute what the server's counter could have ruled out
+		case waits == 0:
+			return false // the server counted no row-lock wait while it ran
+		case rivals == 0:
 			confidence = event.ConfidenceHigh
 			evidence += fmt.Sprintf("; the server counted %d row-lock wait(s) (Innodb_row_lock_waits) meanwhile", waits)
 		}
@@ -147,6 +164,7 @@ func (l *Ledger) attribute(s *event.Statement) {
 	wait := min(r.respFirst, to) - from
 	s.LockWait = &event.LockWait{LockWaitUS: clamp(wait, 0, to-from), BlockedBy: b}
 	r.blocked()
+	return false
 }
 
 // waiter is a statement looked at for a lock wait: its connection, text

@@ -37,6 +37,10 @@ type Options struct {
 	// for a lock is held for the release to show on the wire (default
 	// 150 ms; Finished).
 	HoldUS int64
+	// CounterHoldUS is how long past its end such a statement is held at
+	// most while RowLockWaits cannot yet tell (default 1.5 s: watch reads
+	// the server's status each second).
+	CounterHoldUS int64
 	// GraceUS is how long after a transaction's end it is held before it
 	// is written, so that the waiters attributed to it count in Blocked
 	// (default 2 s); MaxHoldUS how long at most (default 60 s).
@@ -71,6 +75,9 @@ func (o *Options) defaults() {
 	}
 	if o.HoldUS <= 0 {
 		o.HoldUS = 150_000
+	}
+	if o.CounterHoldUS <= 0 {
+		o.CounterHoldUS = 1_500_000
 	}
 	if o.GraceUS <= 0 {
 		o.GraceUS = 2_000_000
@@ -420,11 +427,11 @@ func (l *Ledger) Finished(s *event.Statement, hold bool, then func(*event.Statem
 		l.learn(s.Conn, s.ConnID) // the join names connections whose handshake the capture missed
 	}
 	if s.LockWait == nil {
-		l.attribute(s)
+		l.attribute(s, !hold)
 	}
 	if hold && s.LockWait == nil && l.mightWait(s) {
 		_, to := execSpan(s)
-		l.held = append(l.held, heldStmt{s: s, then: then, until: to + l.opts.HoldUS})
+		l.held = append(l.held, heldStmt{s: s, then: then, to: to})
 		l.count()
 		l.mu.Unlock()
 		return
@@ -438,9 +445,11 @@ func (l *Ledger) Finished(s *event.Statement, hold bool, then func(*event.Statem
 
 // heldStmt is a statement held for a release the wire may yet show.
 type heldStmt struct {
-	s     *event.Statement
-	then  func(*event.Statement)
-	until int64
+	s    *event.Statement
+	then func(*event.Statement)
+	// to is the end of its server time: it is held HoldUS past it for a
+	// release to show, CounterHoldUS at most for the server's counter.
+	to int64
 }
 
 // mightWait: s is long and of a kind that waits for locks.
@@ -465,12 +474,19 @@ func (l *Ledger) letGo(every bool, done []*event.Transaction) ([]heldStmt, []*ev
 	}
 	var out []heldStmt
 	kept := l.held[:0]
+	now := l.newest.Load()
 	for _, h := range l.held {
-		if !every && h.until > l.newest.Load() {
+		final := every || now >= h.to+l.opts.CounterHoldUS
+		undecided := l.attribute(h.s, final)
+		switch {
+		case h.s.LockWait != nil || final:
+		case undecided: // a release found, the server's counter not read past its end yet
+			kept = append(kept, h)
+			continue
+		case now < h.to+l.opts.HoldUS: // no release shown yet
 			kept = append(kept, h)
 			continue
 		}
-		l.attribute(h.s)
 		done = l.finish(h.s, done)
 		out = append(out, h)
 	}

@@ -246,12 +246,11 @@ func TestHeldUntilTheReleaseShows(t *testing.T) {
 	if len(out) != 2 {
 		t.Fatalf("%d delivered, want the blocker's two: the victim is held", len(out))
 	}
-	l.Wire(blocker[2])
-	l.Finished(blocker[2], true, deliver)
-	l.Tick(victim.TRespLast + 151*ms)
-	if len(out) != 4 || out[3] != victim {
+	l.Wire(blocker[2]) // the release shows: the victim goes, attributed
+	if len(out) != 3 || out[2] != victim {
 		t.Fatalf("%d delivered, the victim last: %v", len(out), out)
 	}
+	l.Finished(blocker[2], true, deliver)
 	if victim.LockWait == nil || victim.BlockedBy.ConnID != 10 {
 		t.Fatalf("victim's wait %+v", victim.LockWait)
 	}
@@ -260,5 +259,43 @@ func TestHeldUntilTheReleaseShows(t *testing.T) {
 	l.Finished(quick, true, deliver)
 	if out[len(out)-1] != quick {
 		t.Error("a COMMIT was held")
+	}
+}
+
+// With the server's counter configured, a wait is judged only once a
+// reading past its end exists: held until then, and never attributed
+// when none comes within CounterHoldUS.
+func TestHeldForTheCounter(t *testing.T) {
+	var known bool
+	l := New(Options{RowLockWaits: func(int64, int64) (int64, bool) { return 1, known }})
+	blocker, victim := rowLockCase()
+	var out []*event.Statement
+	deliver := func(s *event.Statement) { out = append(out, s) }
+	for _, s := range blocker {
+		l.Wire(s)
+	}
+	l.Wire(victim)
+	l.Finished(victim, true, deliver)
+	l.Tick(victim.TRespLast + 500*ms)
+	if len(out) != 0 {
+		t.Fatal("delivered before the counter was read past its end")
+	}
+	known = true
+	l.Tick(victim.TRespLast + 600*ms)
+	if len(out) != 1 || victim.LockWait == nil || victim.BlockedBy.Confidence != event.ConfidenceHigh {
+		t.Fatalf("delivered %d, wait %+v", len(out), victim.LockWait)
+	}
+
+	known = false
+	l2 := New(Options{RowLockWaits: func(int64, int64) (int64, bool) { return 1, known }})
+	blocker, victim = rowLockCase()
+	for _, s := range blocker {
+		l2.Wire(s)
+	}
+	l2.Wire(victim)
+	l2.Finished(victim, true, deliver)
+	l2.Tick(victim.TRespLast + 1_501*ms)
+	if len(out) != 2 || victim.LockWait != nil {
+		t.Fatalf("delivered %d, wait %+v: unknown counters must not attribute", len(out), victim.LockWait)
 	}
 }

@@ -264,7 +264,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
 		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
-		rowLocks: e.rowLocks, ledger: ledger}
+		rowLocks: e.rowLocks, ledger: ledger, locks: newLockReads(collect.DetectLockSources(ctx, db, caps.Server))}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
 	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
 		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
@@ -550,6 +550,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	server.SlowDrops = e.wire.slowDrops.Load()
 	server.PollerWakes = e.poll.wakes
 	server.TargetedMissed = e.poll.targets.missedCount()
+	server.LockReads = e.poll.locks.reads
 	pool := e.side.pool
 	e.side.serverM.Unlock()
 	e.noteLosses(st, server)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -161,4 +162,116 @@ func (r *rowLockSamples) last() (int64, bool) {
 		return 0, false
 	}
 	return r.at[len(r.at)-1], true
+}
+
+// lockReadAfter is how long a statement must have run before watch reads
+// the server's lock tables for it: shorter waits are attributed after
+// the fact, from the wire (txn.Ledger).
+const lockReadAfter = 500 * time.Millisecond
+
+// lockReads reads the server's lock tables while statements run long; the
+// poller's alone. Nothing is read while nothing runs long.
+type lockReads struct {
+	src collect.LockSources
+	// covered are the long statements a read already looked at, by the
+	// connection's server id: their start (Unix µs).
+	covered map[uint64]int64
+	last    time.Time
+	reads   int64
+	noted   bool
+}
+
+func newLockReads(src collect.LockSources) *lockReads {
+	return &lockReads{src: src, covered: map[uint64]int64{}}
+}
+
+// longStatement is a statement seen running for lockReadAfter or more.
+type longStatement struct {
+	connID  uint64
+	startUS int64
+}
+
+// maybeRead reads the lock tables when a long statement no read has
+// looked at is running, no sooner than collect.MinLockWaitsInterval after
+// the last read (the InnoDB tables are a snapshot refreshed no faster),
+// and hands what it finds to the ledger.
+func (p *poller) maybeReadLocks(ctx context.Context, long []longStatement) {
+	l := p.locks
+	now := time.Now()
+	fresh := false
+	for _, s := range long {
+		if at, ok := l.covered[s.connID]; !ok || abs64(at-s.startUS) > 200_000 {
+			fresh = true
+			break
+		}
+	}
+	if !fresh || now.Sub(l.last) < collect.MinLockWaitsInterval {
+		return
+	}
+	l.last = now
+	waits, err := collect.ReadLockWaits(ctx, p.db, l.src)
+	l.reads++
+	if len(l.covered) > 4096 {
+		clear(l.covered)
+	}
+	for _, s := range long {
+		l.covered[s.connID] = s.startUS
+	}
+	if err != nil && len(waits) == 0 {
+		p.notes.add("lock tables unreadable (%v): lock waits are attributed from the wire only", err)
+		return
+	}
+	if !l.noted {
+		l.noted = true
+		p.notes.add("lock waits of statements running over %s read from %s", lockReadAfter, l.describe())
+	}
+	p.ledger.Observe(now.UnixMicro(), seenOf(waits))
+}
+
+// describe names the sources a read uses.
+func (l *lockReads) describe() string {
+	var parts []string
+	if l.src.Rows != "" {
+		parts = append(parts, l.src.Rows+" (row locks)")
+	}
+	if l.src.MDL != "" {
+		parts = append(parts, l.src.MDL+" (metadata locks)")
+	}
+	if len(parts) == 0 {
+		return "no lock table this server offers"
+	}
+	return strings.Join(parts, " and ")
+}
+
+// seenOf turns the server's waits into the ledger's: one per waiter (its
+// first blocker), with whether its blocker and its root were idle.
+func seenOf(waits []collect.LockWait) []txn.Seen {
+	idle := map[uint64]bool{}
+	for _, w := range waits {
+		if w.BlockerID != 0 && w.BlockerIdle() {
+			idle[w.BlockerID] = true
+		}
+	}
+	var out []txn.Seen
+	seen := map[uint64]bool{}
+	for _, w := range waits {
+		if seen[w.WaiterID] || w.WaiterID == 0 {
+			continue
+		}
+		seen[w.WaiterID] = true
+		root := w.RootID
+		if root == 0 {
+			root = w.BlockerID
+		}
+		out = append(out, txn.Seen{WaiterID: w.WaiterID, BlockerID: w.BlockerID, RootID: root, Kind: w.Kind,
+			Source: w.Source, BlockerIdle: w.BlockerIdle(), RootIdle: idle[root], BlockerQuery: w.BlockerTrxQuery})
+	}
+	return out
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

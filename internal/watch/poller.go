@@ -48,6 +48,7 @@ type poller struct {
 	// takes what the lock tables show while a statement runs long.
 	rowLocks *rowLockSamples
 	ledger   *txn.Ledger
+	locks    *lockReads
 	// slow and newConns are the wire stage's hand-offs: each outlier's
 	// identity, and a connection seen for the first time.
 	slow     <-chan target
@@ -509,12 +510,20 @@ func (p *poller) mapExistingConns(ctx context.Context) {
 		p.notes.add("processlist unreadable (%v): connections opened before watch started stay unjoined", err)
 		return
 	}
+	var long []longStatement
+	now := time.Now().UnixMicro()
 	for _, pr := range procs {
 		if _, ok := hostPort(pr.Host); ok {
 			p.joiner.MapConn(pr.Host, pr.ID)
 		}
+		if pr.Command == "Query" && pr.TimeMS >= lockReadAfter.Milliseconds() && !p.own.isOwnHost(pr.Host) {
+			long = append(long, longStatement{connID: pr.ID, startUS: now - pr.TimeMS*1000})
+		}
 	}
 	p.sample.learn(procs)
+	if len(long) > 0 {
+		p.maybeReadLocks(ctx, long)
+	}
 }
 
 // addServerOnly reports server statements as such when there is no wire.

@@ -320,6 +320,15 @@ func (p *poller) scanRunning(ctx context.Context) {
 	// to remember, nor a reason to learn threads at every scan.
 	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool { return join.StreamEvent(r.EventName) })
 	t.remember(rows)
+	var long []longStatement
+	for _, r := range rows {
+		if r.StartUS != 0 && r.ConnID != 0 && nowUS()-r.StartUS >= lockReadAfter.Microseconds() {
+			long = append(long, longStatement{connID: r.ConnID, startUS: r.StartUS})
+		}
+	}
+	if len(long) > 0 {
+		p.maybeReadLocks(ctx, long)
+	}
 	if len(rows) > 0 {
 		// A statement long enough to be seen running may be a unix-socket
 		// client's, whose connection can end before the history is read:

@@ -218,6 +218,9 @@ type ServerSideStats struct {
 	// statements running past the outlier floor (every 100 ms, every 20 ms
 	// while busy connections' outliers are lost to both histories).
 	RunningScans int64 `json:"running_scans"`
+	// LockReads are the reads of the server's lock tables, made only while
+	// a statement had run over half a second (lock waits).
+	LockReads int64 `json:"lock_reads"`
 	// RunningScansSkipped are the scans at the regular pace not made
 	// because the wire saw every client and none had a command in flight.
 	RunningScansSkipped int64 `json:"running_scans_skipped"`
