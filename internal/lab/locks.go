@@ -159,7 +159,9 @@ func Locks(ctx context.Context, o LocksOptions) (*LocksResult, error) {
 		}
 		r.ByCase[c.name] = res
 		r.Findings = append(r.Findings, res.Findings...)
-		r.Statements = append(r.Statements, res.Window...)
+		if c.name != "baseline" { // the baseline's tens of thousands are summed in Seen
+			r.Statements = append(r.Statements, res.Window...)
+		}
 		switch c.name {
 		case "row":
 			find(&r.Row, res.Window)
@@ -175,6 +177,12 @@ func Locks(ctx context.Context, o LocksOptions) (*LocksResult, error) {
 		}
 	}
 	locksSeen(r)
+	r.Marked = map[string]event.Statement{}
+	for _, t := range append([]LockTruth{r.Row, r.Short, r.Alter}, r.MDL...) {
+		if t.Found {
+			r.Marked[fmt.Sprintf("%s conn %d", t.Case, t.Victim)] = t.Seen
+		}
+	}
 	r.Elapsed = time.Since(started)
 	return r, nil
 }
