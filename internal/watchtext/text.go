@@ -11,6 +11,7 @@ import (
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/txn"
 	"github.com/gapscope/gapscope/internal/watch"
 )
 
@@ -26,9 +27,35 @@ func Write(out io.Writer, res *watch.Result, top, width int) error {
 		}
 	}
 	writeGroupSummary(out, res.Groups)
+	writeTxnSummary(out, res.Transactions)
 	writeJoinSummary(out, res)
 	writeOwnCost(out, res.Own)
 	return report.WriteFindingsText(out, res.Findings)
+}
+
+// writeTxnSummary says how long applications held their transactions open
+// and which held one open longest, when any transaction was seen.
+func writeTxnSummary(out io.Writer, t txn.Summary) {
+	if t.Count == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\ntransactions %d: open %s in all, %s of it idle in the application between statements",
+		t.Count, report.Micros(t.OpenUS), report.Micros(t.InAppUS))
+	if t.LockWaitUS > 0 {
+		fmt.Fprintf(out, ", their statements waited %s for locks", report.Micros(t.LockWaitUS))
+	}
+	if t.Kept < int(t.Count) {
+		fmt.Fprintf(out, " (sums over the last %d)", t.Kept)
+	}
+	fmt.Fprintln(out)
+	for _, x := range t.LongestIdle {
+		lead := x.LeadSQL
+		if lead == "" {
+			lead = x.FirstSQL
+		}
+		fmt.Fprintf(out, "  %s (conn %d, %s): idle %s at most, open %s, %d statement(s), %s: %s\n",
+			x.Conn, x.ConnID, x.User, report.Micros(x.MaxIdleUS), report.Micros(x.OpenUS), x.Statements, x.EndKind, cut(lead, 80))
+	}
 }
 
 // writeJoinSummary says how the two sides met; without the wire, how many
@@ -94,4 +121,12 @@ func writeGroupSummary(out io.Writer, groups []watch.GroupSummary) {
 	for _, g := range groups {
 		fmt.Fprintf(out, "  %-6d %-11d %-14s %-14s\n", g.Group, g.Statements, time.Duration(g.QueueUS)*time.Microsecond, time.Duration(g.MaxQueueUS)*time.Microsecond)
 	}
+}
+
+// cut shortens s to n bytes at most, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/txn"
 	"github.com/gapscope/gapscope/internal/watch"
 )
 
@@ -41,3 +43,21 @@ func TestDescribePath(t *testing.T) {
 }
 
 func ptr(n int) *int { return &n }
+
+// The transactions line says how long applications held their
+// transactions open and names the one idle longest; nothing without any.
+func TestWriteTxnSummary(t *testing.T) {
+	var b strings.Builder
+	writeTxnSummary(&b, txn.Summary{})
+	if b.Len() != 0 {
+		t.Errorf("no transactions, yet %q", b.String())
+	}
+	writeTxnSummary(&b, txn.Summary{Count: 3, Kept: 3, OpenUS: 1_500_000, InAppUS: 1_300_000, LockWaitUS: 1_200_000,
+		LongestIdle: []event.Transaction{{Conn: "10.0.0.1:5001>10.0.0.9:3306", ConnID: 7, User: "app", MaxIdleUS: 1_300_000,
+			OpenUS: 1_310_000, Statements: 3, EndKind: "commit", FirstSQL: "begin", LeadSQL: "update t set v = ? where id = ?"}}})
+	for _, want := range []string{"transactions 3:", "idle in the application", "waited 1.2s for locks", "conn 7", "update t set v = ? where id = ?", "commit"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%q lacks %q", b.String(), want)
+		}
+	}
+}
