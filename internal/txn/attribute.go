@@ -137,6 +137,9 @@ func (l *Ledger) attribute(s *event.Statement, final bool) (undecided bool) {
 		waits, known := l.opts.RowLockWaits(from, to)
 		switch {
 		case !known && !final:
+			if l.opts.WantCounter != nil {
+				l.opts.WantCounter()
+			}
 			return true // judged once the server's counter has been read past its end
 		case !known:
 			return false // never attribute what the server's counter could have ruled out

@@ -55,6 +55,9 @@ type Options struct {
 	// wire needs the server to have counted one (watch passes its status
 	// readings; analyze has none).
 	RowLockWaits func(fromUS, toUS int64) (waits int64, known bool)
+	// WantCounter, when set, is called (with the ledger's lock held: it
+	// must not block) when a statement waits for RowLockWaits to know.
+	WantCounter func()
 }
 
 func (o *Options) defaults() {

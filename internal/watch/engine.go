@@ -236,7 +236,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	e.work = make(chan struct{}, 1)
 	out := newOutputStage(opts.Sinks)
 	e.txns, e.rowLocks = &txnTally{out: out}, &rowLockSamples{}
-	ledger := newLedger(e.txns, e.rowLocks)
+	wantCounter := make(chan struct{}, 1)
+	ledger := newLedger(e.txns, e.rowLocks, wantCounter)
 	e.wire = newWireStage(own, opts.QueueLen, e.readsRows, ledger)
 	e.wire.work = e.work
 	if e.live, e.noWire, err = e.openCapture(); err != nil {
@@ -264,7 +265,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
 		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
 		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
-		rowLocks: e.rowLocks, ledger: ledger, locks: newLockReads(collect.DetectLockSources(ctx, db, caps.Server))}
+		rowLocks: e.rowLocks, ledger: ledger, wantCounter: wantCounter, locks: newLockReads(collect.DetectLockSources(ctx, db, caps.Server))}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
 	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
 		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace

@@ -122,9 +122,10 @@ func (k *txnTally) recent() ([]event.Transaction, int64) {
 	return slices.Clone(k.txns), k.all
 }
 
-// newLedger makes the run's ledger; its transactions go to tally.
-func newLedger(tally *txnTally, samples *rowLockSamples) *txn.Ledger {
-	opts := txn.Options{Emit: tally.add}
+// newLedger makes the run's ledger; its transactions go to tally, its
+// wish for a fresh reading of the row-lock counter to want.
+func newLedger(tally *txnTally, samples *rowLockSamples, want chan struct{}) *txn.Ledger {
+	opts := txn.Options{Emit: tally.add, WantCounter: func() { signal(want) }}
 	if samples != nil {
 		opts.RowLockWaits = samples.between
 	}
@@ -136,23 +137,13 @@ type TxnSink interface {
 	Transaction(t *event.Transaction)
 }
 
-// readRowLocksAfter reads the row-lock counter for an outlier whose server
-// time may have been a lock wait (txn.Options.MinWaitUS and more): the
-// ledger attributes a wire-only wait only when a reading after its end
-// shows that the server counted one. The poller reads it before the
-// outlier's thread, so that the reading precedes the outlier's join.
-func (p *poller) readRowLocksAfter(ctx context.Context, tg target) {
-	if p.rowLocks == nil || tg.respFirst-tg.reqLast < minLockWaitUS {
-		return
-	}
-	if last, ok := p.rowLocks.last(); ok && last >= tg.respFirst {
-		return // a reading after its end exists
-	}
+// readRowLocksWanted reads the row-lock counter when the ledger asked for
+// it (txn.Options.WantCounter): a statement matched to a release on the
+// wire waits for a reading past its end, which the regular status read
+// would give only up to a second later. Nothing else asks for it.
+func (p *poller) readRowLocksWanted(ctx context.Context) {
 	p.rowLocks.readNow(ctx, p.db)
 }
-
-// minLockWaitUS is the ledger's default MinWaitUS.
-const minLockWaitUS = 5_000
 
 // last is the latest reading's time.
 func (r *rowLockSamples) last() (int64, bool) {

@@ -49,6 +49,8 @@ type poller struct {
 	rowLocks *rowLockSamples
 	ledger   *txn.Ledger
 	locks    *lockReads
+	// wantCounter: the ledger waits for a reading of the row-lock counter.
+	wantCounter chan struct{}
 	// slow and newConns are the wire stage's hand-offs: each outlier's
 	// identity, and a connection seen for the first time.
 	slow     <-chan target
@@ -150,9 +152,10 @@ func (p *poller) run(ctx context.Context) {
 			return
 		case tg := <-p.slow:
 			p.act.mark(time.Now())
-			p.readRowLocksAfter(ctx, tg)
 			p.targets.add(tg, time.Now())
 			p.takeTargets()
+		case <-p.wantCounter:
+			p.readRowLocksWanted(ctx)
 		case <-p.newConns:
 			p.act.mark(time.Now())
 			p.learn.pending = p.cursor != nil // without a cursor no thread is read
