@@ -66,6 +66,9 @@ type TxnTotals struct {
 	// run ended.
 	Open       int64 `json:"open"`
 	Statements int64 `json:"statements"`
+	// Joined counts their statements whose server half is known;
+	// ServerUS covers those only.
+	Joined     int64 `json:"joined"`
 	OpenUS     int64 `json:"open_us"`
 	ServerUS   int64 `json:"server_us"`
 	InAppUS    int64 `json:"in_app_us"`
@@ -83,9 +86,9 @@ func (s *Store) TransactionTotals(ctx context.Context, q Query) (TxnTotals, erro
 	where, args := q.filter("t_start")
 	var t TxnTotals
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM("end" = 'open'), 0), COALESCE(SUM(statements), 0),
- COALESCE(SUM(open_us), 0), COALESCE(SUM(server_us), 0), COALESCE(SUM(in_app_us), 0), COALESCE(MAX(max_idle_us), 0),
+ COALESCE(SUM(joined), 0), COALESCE(SUM(open_us), 0), COALESCE(SUM(server_us), 0), COALESCE(SUM(in_app_us), 0), COALESCE(MAX(max_idle_us), 0),
  COALESCE(SUM(lock_wait_us), 0), COALESCE(SUM(blocked), 0), COALESCE(MIN(t_start), 0), COALESCE(MAX(t_end), 0)
- FROM transactions`+where, args...).Scan(&t.Count, &t.Open, &t.Statements, &t.OpenUS, &t.ServerUS, &t.InAppUS,
+ FROM transactions`+where, args...).Scan(&t.Count, &t.Open, &t.Statements, &t.Joined, &t.OpenUS, &t.ServerUS, &t.InAppUS,
 		&t.MaxIdleUS, &t.LockWaitUS, &t.Blocked, &t.FromUS, &t.ToUS)
 	if err != nil {
 		return t, fmt.Errorf("summing transactions: %w", err)

@@ -108,7 +108,7 @@ func TestTransactionsAndLockWaitsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := TxnTotals{Count: 5, Open: 2, Statements: 20, OpenUS: 5 * 400_000, ServerUS: 5 * 9_000, InAppUS: 5*350_000 + 10,
+	want := TxnTotals{Count: 5, Open: 2, Statements: 20, Joined: 15, OpenUS: 5 * 400_000, ServerUS: 5 * 9_000, InAppUS: 5*350_000 + 10,
 		MaxIdleUS: 304_000, LockWaitUS: 5 * 2_000, Blocked: 0 + 1 + 2 + 0 + 1, FromUS: txns[0].Start, ToUS: txns[4].End}
 	if tot != want {
 		t.Errorf("totals %+v\nwant %+v", tot, want)
