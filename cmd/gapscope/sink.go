@@ -87,6 +87,16 @@ func (r *retention) String() string {
 
 func (r *retention) Type() string { return "duration" }
 
+// outputsSink hands watch's statements to the run's events file and store
+// (report.RunOutputs.Add), and its finished transactions to the store
+// (report.RunOutputs.Transaction, which makes it a watch.TxnSink).
+type outputsSink struct{ *report.RunOutputs }
+
+var _ watch.TxnSink = outputsSink{}
+
+func (o outputsSink) Statement(s *event.Statement) { o.Add(s) }
+func (outputsSink) Snapshot(*watch.Snapshot)       {}
+
 // txnSink hands watch's transactions to a --txns file (written through
 // every second, as --events is).
 type txnSink struct{ f *report.EventsFile }

@@ -227,7 +227,7 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		return err
 	}
 	if outs.Writes() { // without outputs, every statement would go through a queue and a goroutine to nothing
-		opts.Sinks = append(opts.Sinks, watch.StatementFunc(outs.Add))
+		opts.Sinks = append(opts.Sinks, outputsSink{outs})
 	}
 	txns, err := openTxnFile(f.txns)
 	if err != nil {

@@ -33,6 +33,12 @@ type HTMLData struct {
 	Findings   []event.Finding
 	Overhead   []OverheadRow
 	Plans      []PlanEntry
+	// Transactions are the transactions a store kept (nil: none).
+	Transactions *TxnReport
+	// LockWaits are the digests whose statements waited for locks, most
+	// lock wait first: from a store's per-minute totals, or from the
+	// statements when none are given.
+	LockWaits []LockWaitRow
 	// Notes are said under the title: what the input lacked (a torn
 	// events file's last line).
 	Notes []string
@@ -99,6 +105,9 @@ var reportTemplate = template.Must(template.New("report.html.tmpl").Funcs(templa
 	"num":   fmtNum,
 	"utc":   fmtTimeUS,
 	"ratio": func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
+	"share": share,
+	"clip":  sqltext.Clip,
+	"txt":   txnText,
 }).ParseFS(templateFS, "templates/report.html.tmpl"))
 
 // WriteHTML writes d as one self-contained HTML document: inline CSS and
@@ -123,6 +132,9 @@ type htmlView struct {
 	Findings     []findingView
 	Decomp       template.HTML
 	DecompRows   []DigestRow
+	DecompLocks  bool // some decomposed digest waited for locks: the table has a column for it
+	LockRows     []LockWaitRow
+	LockMinutes  bool // LockRows come from a store's per-minute totals: every statement counted
 	StmtCount    int64
 	JoinedCount  int64
 	PoolQueue    template.HTML
@@ -149,9 +161,14 @@ func buildView(d *HTMLData) *htmlView {
 			Timeline: probeTimelineSVG(pts, v.Knee), Scatter: probeScatterSVG(pts, v.Knee)})
 	}
 	v.Findings = findingViews(d.Findings)
+	v.LockRows, v.LockMinutes = d.LockWaits, d.LockWaits != nil
+	if v.LockRows == nil && d.Statements != nil {
+		v.LockRows = lockWaitsOf(d.Statements)
+	}
 	if s := d.Statements; s != nil && s.Len() > 0 {
 		v.StmtCount, v.JoinedCount = s.Len(), s.joined
 		v.DecompRows = s.TopDecomposed(topDigests)
+		v.DecompLocks = slices.ContainsFunc(v.DecompRows, func(r DigestRow) bool { return r.LockWaits > 0 })
 		if len(v.DecompRows) > 0 {
 			v.Decomp = decompositionSVG(v.DecompRows)
 		}

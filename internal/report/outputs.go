@@ -109,6 +109,16 @@ func (o *RunOutputs) Add(s *event.Statement) {
 	}
 }
 
+// Transaction writes a finished transaction to the store: watch's TxnSink
+// calls it on the output stage's goroutine, as it calls Add. The events
+// file takes statements only (transactions have their own file, --txns).
+// A failed store counts it among its dropped rows.
+func (o *RunOutputs) Transaction(t *event.Transaction) {
+	if o.writer != nil {
+		_ = o.writer.AddTransaction(t)
+	}
+}
+
 // Close records the run's findings in the store, ends the run and closes
 // both outputs; it returns their first errors.
 func (o *RunOutputs) Close(findings []event.Finding) error {

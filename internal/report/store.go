@@ -13,7 +13,8 @@ import (
 
 // LoadStore fills d with what the store at path recorded: the runs (every
 // run when run is 0, else that one), what a bounded store still holds,
-// findings, canary rounds, plans and statements. The overhead table is
+// findings, canary rounds, plans, transactions, lock waits by digest and
+// statements. The overhead table is
 // the overhead package's to rebuild (it owns the statistics).
 func LoadStore(ctx context.Context, st *store.Store, path string, run int64, d *HTMLData) error {
 	runs, err := st.Runs(ctx)
@@ -47,6 +48,9 @@ func LoadStore(ctx context.Context, st *store.Store, path string, run int64, d *
 		return err
 	}
 	d.Plans = planEntries(plans)
+	if d.Transactions, d.LockWaits, err = loadTransactions(ctx, st, q); err != nil {
+		return err
+	}
 	d.Statements, err = summarizeStoredStatements(ctx, st, q)
 	return err
 }
@@ -97,6 +101,9 @@ func holdingsNotes(h store.Holdings) []string {
 	}
 	if h.MinutesFromUS > 0 {
 		held += ", per-minute digest totals from " + stamp(h.MinutesFromUS)
+	}
+	if h.TransactionsFromUS > 0 {
+		held += ", transactions from " + stamp(h.TransactionsFromUS)
 	}
 	why := map[string]string{"age": "--store-retain", "size": "--store-max-size"}[h.LastReason]
 	out = append(out, fmt.Sprintf("the store was trimmed to its limits %d times (%d rows removed, the last at %s by %s): it holds %s",

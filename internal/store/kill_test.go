@@ -23,7 +23,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// writeUntilKilled writes statements forever in small batches and prints
+// writeUntilKilled writes statements forever in small batches, a
+// transaction after every fourth (its start the statement's), and prints
 // "committed N" after each commit, so the parent knows what must survive.
 func writeUntilKilled(path string) int {
 	ctx := context.Background()
@@ -50,6 +51,14 @@ func writeUntilKilled(path string) int {
 		if err := w.Add(&st); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+		if i%4 == 0 {
+			tx := transaction(i)
+			tx.Start, tx.Seq = int64(i), uint32(i)
+			if err := w.AddTransaction(&tx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
 		}
 	}
 }
@@ -93,17 +102,32 @@ func TestKilledWriterLeavesReadableStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) < committed {
-		t.Fatalf("%d rows survived, %d were committed", len(got), committed)
-	}
 	for i, st := range got {
 		if st.TReqFirst != int64(i) || st.ConnID != uint64(i) {
 			t.Fatalf("row %d is statement %d: a batch was torn", i, st.TReqFirst)
 		}
 	}
+	// The transactions committed with the statements: each one's
+	// statement is there, and every one whose statement is not the last
+	// row (a commit may fall between the two) too.
+	txns, err := s.Transactions(ctx, Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got)+len(txns) < committed {
+		t.Fatalf("%d rows survived (%d statements, %d transactions), %d were committed", len(got)+len(txns), len(got), len(txns), committed)
+	}
+	for i, tx := range txns {
+		if tx.Start != int64(4*i) || tx.Start >= int64(len(got)) {
+			t.Fatalf("transaction %d started at %d, %d statements: torn", i, tx.Start, len(got))
+		}
+	}
+	if want := (len(got) - 2 + 4) / 4; len(txns) < want {
+		t.Fatalf("%d transactions survived beside %d statements, want %d", len(txns), len(got), want)
+	}
 	runs, _ := s.Runs(ctx)
 	if len(runs) != 1 || runs[0].EndUS != 0 {
 		t.Errorf("runs %+v: the killed run should be there, unended", runs)
 	}
-	t.Logf("killed after %d committed rows; %d readable", committed, len(got))
+	t.Logf("killed after %d committed rows; %d statements and %d transactions readable", committed, len(got), len(txns))
 }

@@ -27,6 +27,7 @@ type minuteRow struct {
 	calls, kept, errors, joined                     int64
 	clientUS, maxClientUS, queueUS, execUS, stallUS int64
 	serverUS, rows                                  int64
+	lockWaits, lockWaitUS                           int64
 }
 
 // minutes counts every statement a Writer sees per digest and minute,
@@ -84,6 +85,10 @@ func (r *minuteRow) count(s *event.Statement, kept bool) {
 	if !s.RowsUnknown() { // a cut answer's rows: not 0, unknown
 		r.rows += s.Rows
 	}
+	if w := s.LockWaitTime(); w > 0 { // as the profile counts them (report's lock_waits)
+		r.lockWaits++
+		r.lockWaitUS += w
+	}
 }
 
 // statementDigest is the key a statement is counted under: its digest,
@@ -115,13 +120,14 @@ func (m *minutes) write(ctx context.Context, tx *sql.Tx, run int64, all bool) er
 		return nil
 	}
 	ps, err := tx.PrepareContext(ctx, `INSERT INTO digest_minutes (run_id, minute_us, digest, digest_text, calls, kept,
- errors, joined, client_us, max_client_us, queue_us, exec_us, send_stall_us, server_us, "rows")
- VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+ errors, joined, client_us, max_client_us, queue_us, exec_us, send_stall_us, server_us, "rows", lock_waits, lock_wait_us)
+ VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
  ON CONFLICT (run_id, minute_us, digest) DO UPDATE SET calls = calls + excluded.calls, kept = kept + excluded.kept,
  errors = errors + excluded.errors, joined = joined + excluded.joined, client_us = client_us + excluded.client_us,
  max_client_us = MAX(max_client_us, excluded.max_client_us), queue_us = queue_us + excluded.queue_us,
  exec_us = exec_us + excluded.exec_us, send_stall_us = send_stall_us + excluded.send_stall_us,
- server_us = server_us + excluded.server_us, "rows" = "rows" + excluded."rows"`)
+ server_us = server_us + excluded.server_us, "rows" = "rows" + excluded."rows",
+ lock_waits = lock_waits + excluded.lock_waits, lock_wait_us = lock_wait_us + excluded.lock_wait_us`)
 	if err != nil {
 		return err
 	}
@@ -131,7 +137,7 @@ func (m *minutes) write(ctx context.Context, tx *sql.Tx, run int64, all bool) er
 			continue
 		}
 		if _, err := ps.ExecContext(ctx, run, k.minute, k.digest, r.text, r.calls, r.kept, r.errors, r.joined,
-			r.clientUS, r.maxClientUS, r.queueUS, r.execUS, r.stallUS, r.serverUS, r.rows); err != nil {
+			r.clientUS, r.maxClientUS, r.queueUS, r.execUS, r.stallUS, r.serverUS, r.rows, r.lockWaits, r.lockWaitUS); err != nil {
 			return err
 		}
 	}

@@ -18,8 +18,20 @@ type Query struct {
 	Limit  int
 }
 
-// where renders q for a table whose time column is timeCol.
+// where renders q for a table whose time column is timeCol, ordered by
+// time then id.
 func (q Query) where(timeCol string) (string, []any) {
+	s, args := q.filter(timeCol)
+	s += " ORDER BY " + timeCol + ", id"
+	if q.Limit > 0 {
+		s += fmt.Sprintf(" LIMIT %d", q.Limit)
+	}
+	return s, args
+}
+
+// filter renders q's run and time as a WHERE clause ("" when q selects
+// everything); it ignores Limit.
+func (q Query) filter(timeCol string) (string, []any) {
 	var conds []string
 	var args []any
 	if q.RunID != 0 {
@@ -35,17 +47,13 @@ func (q Query) where(timeCol string) (string, []any) {
 	if len(conds) > 0 {
 		s = " WHERE " + strings.Join(conds, " AND ")
 	}
-	s += " ORDER BY " + timeCol + ", id"
-	if q.Limit > 0 {
-		s += fmt.Sprintf(" LIMIT %d", q.Limit)
-	}
 	return s, args
 }
 
 const statementCols = `conn, conn_id, user, db, cmd, sql, digest, digest_text, t_req_first, t_req_last,
  t_resp_first, t_resp_last, client_us, request_us, queue_us, exec_us, send_stall_us, delivery_us, server_us,
  "rows", req_bytes, resp_bytes, error_code, error_state, error_msg, zero_window_us, retransmits, pool_group,
- joined, notes`
+ joined, notes, txn, txn_end, txn_idle_before_us, txn_start, lock_wait_us, blocked_by`
 
 // Statements returns the statements q selects, in time order.
 func (s *Store) Statements(ctx context.Context, q Query) ([]event.Statement, error) {
@@ -69,16 +77,32 @@ func (s *Store) Statements(ctx context.Context, q Query) ([]event.Statement, err
 func scanStatement(rows *sql.Rows) (event.Statement, error) {
 	var st event.Statement
 	var code, group sql.NullInt64
-	var state, msg, notes sql.NullString
-	var connID int64
+	var state, msg, notes, txnEnd, blocker sql.NullString
+	var connID, txnSeq int64
+	var wait sql.NullInt64
 	err := rows.Scan(&st.Conn, &connID, &st.User, &st.DB, &st.Cmd, &st.SQL, &st.Digest, &st.DigestText,
 		&st.TReqFirst, &st.TReqLast, &st.TRespFirst, &st.TRespLast, &st.ClientUS, &st.RequestUS, &st.QueueUS,
 		&st.ExecUS, &st.SendStallUS, &st.DeliveryUS, &st.ServerUS, &st.Rows, &st.ReqBytes, &st.RespBytes,
-		&code, &state, &msg, &st.ZeroWindowUS, &st.Retransmits, &group, &st.Joined, &notes)
+		&code, &state, &msg, &st.ZeroWindowUS, &st.Retransmits, &group, &st.Joined, &notes,
+		&txnSeq, &txnEnd, &st.TxnIdleBeforeUS, &st.TxnStartUS, &wait, &blocker)
 	if err != nil {
 		return st, err
 	}
-	st.ConnID = uint64(connID)
+	st.ConnID, st.TxnSeq = uint64(connID), uint32(txnSeq)
+	if txnEnd.String != "" {
+		if err := st.TxnEnd.UnmarshalText([]byte(txnEnd.String)); err != nil {
+			return st, err
+		}
+	}
+	if wait.Valid {
+		st.LockWait = &event.LockWait{LockWaitUS: wait.Int64}
+		if blocker.Valid {
+			st.BlockedBy = new(event.Blocker)
+			if err := json.Unmarshal([]byte(blocker.String), st.BlockedBy); err != nil {
+				return st, fmt.Errorf("blocked_by: %w", err)
+			}
+		}
+	}
 	if code.Valid {
 		st.Error = &event.Error{Code: uint16(code.Int64), State: state.String, Msg: msg.String}
 	}

@@ -17,6 +17,7 @@ var timed = []struct{ table, col string }{
 	{"probe_results", "t_us"},
 	{"plans", "t_us"},
 	{"digest_minutes", "minute_us"},
+	{"transactions", "t_start"},
 }
 
 // DeleteBefore removes every row older than cutoffUS, and the runs that
@@ -42,7 +43,8 @@ func (s *Store) DeleteBefore(ctx context.Context, cutoffUS int64) (int64, error)
 	res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE (CASE WHEN end_us > 0 THEN end_us ELSE start_us END) < ?
  AND NOT EXISTS (SELECT 1 FROM statements WHERE run_id = runs.id)
  AND NOT EXISTS (SELECT 1 FROM samples WHERE run_id = runs.id)
- AND NOT EXISTS (SELECT 1 FROM findings WHERE run_id = runs.id)`, cutoffUS)
+ AND NOT EXISTS (SELECT 1 FROM findings WHERE run_id = runs.id)
+ AND NOT EXISTS (SELECT 1 FROM transactions WHERE run_id = runs.id)`, cutoffUS)
 	if err != nil {
 		return 0, fmt.Errorf("expiring runs: %w", err)
 	}
@@ -65,9 +67,9 @@ func (s *Store) Retain(ctx context.Context, d time.Duration, now time.Time) (int
 // bound.
 type Limits struct {
 	// MaxBytes bounds the file and its write-ahead log together: past it
-	// the oldest statement rows go first (then the oldest samples and
-	// per-minute digest totals, only if the rows alone do not make room),
-	// down to 90% of it.
+	// the oldest statement rows go first (then the oldest transactions,
+	// samples and per-minute digest totals, only if the rows alone do not
+	// make room), down to 90% of it.
 	MaxBytes int64
 	// Retain removes every row older than this.
 	Retain time.Duration
@@ -135,6 +137,7 @@ func (s *Store) Size(ctx context.Context) (int64, error) {
 // fits: statement rows are the bulk and the least needed.
 var trimTables = []struct{ table, col string }{
 	{"statements", "t_req_first"},
+	{"transactions", "t_start"},
 	{"samples", "t_us"},
 	{"digest_minutes", "minute_us"},
 }
@@ -220,6 +223,8 @@ type Holdings struct {
 	StatementsFromUS int64
 	// MinutesFromUS is the oldest per-minute digest total (0: none).
 	MinutesFromUS int64
+	// TransactionsFromUS is the oldest transaction's start (0: none).
+	TransactionsFromUS int64
 	// Calls counts the statements the per-minute totals hold; Kept those
 	// of them with a statement row when written (sampling).
 	Calls, Kept int64
@@ -232,10 +237,11 @@ type Holdings struct {
 // Holdings reads what the store holds after its trims.
 func (s *Store) Holdings(ctx context.Context) (Holdings, error) {
 	var h Holdings
-	var stmt, minute, last sql.NullInt64
+	var stmt, minute, txn, last sql.NullInt64
 	var reason sql.NullString
 	err := errors.Join(
 		s.db.QueryRowContext(ctx, "SELECT MIN(t_req_first) FROM statements").Scan(&stmt),
+		s.db.QueryRowContext(ctx, "SELECT MIN(t_start) FROM transactions").Scan(&txn),
 		s.db.QueryRowContext(ctx, "SELECT MIN(minute_us), COALESCE(SUM(calls), 0), COALESCE(SUM(kept), 0) FROM digest_minutes").Scan(&minute, &h.Calls, &h.Kept),
 		s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM("rows"), 0) FROM trims`).Scan(&h.Trims, &h.RemovedRows),
 	)
@@ -247,6 +253,7 @@ func (s *Store) Holdings(ctx context.Context) (Holdings, error) {
 			return h, fmt.Errorf("reading store trims: %w", err)
 		}
 	}
-	h.StatementsFromUS, h.MinutesFromUS, h.LastTrimUS, h.LastReason = stmt.Int64, minute.Int64, last.Int64, reason.String
+	h.StatementsFromUS, h.MinutesFromUS, h.TransactionsFromUS = stmt.Int64, minute.Int64, txn.Int64
+	h.LastTrimUS, h.LastReason = last.Int64, reason.String
 	return h, nil
 }

@@ -56,6 +56,7 @@ type Writer struct {
 	stmts []event.Statement
 	samps []event.Sample
 	finds []findingRow
+	txns  []event.Transaction
 	args  []any // reused across commits
 	err   error
 	// dropped counts rows refused after a failed commit.
@@ -115,10 +116,10 @@ func (w *Writer) Add(st *event.Statement) error {
 }
 
 // keep decides whether st gets a row: always when it is one a reader
-// looks for (slow, failed, an outlier, unjoined for a reason of its own,
-// not event.Reason.Deliberate), else 1 in SampleEvery.
+// looks for (slow, failed, an outlier, waited for a lock, unjoined for a
+// reason of its own, not event.Reason.Deliberate), else 1 in SampleEvery.
 func (w *Writer) keep(st *event.Statement) bool {
-	if w.opts.SampleEvery <= 1 || st.Error != nil || st.Outlier ||
+	if w.opts.SampleEvery <= 1 || st.Error != nil || st.Outlier || st.LockWaitTime() > 0 ||
 		st.ClientUS >= w.opts.SlowUS || st.ServerUS >= w.opts.SlowUS {
 		return true
 	}
@@ -156,6 +157,20 @@ func (w *Writer) AddFinding(tUS int64, f *event.Finding) error {
 	return w.maybeFlushLocked()
 }
 
+// AddTransaction queues a finished transaction (watch's TxnSink hands
+// them over, a few per second at most beside thousands of statements:
+// every one gets a row, bounded by the store's Limits as the rest). It
+// copies the transaction; its Tags map is shared, read only.
+func (w *Writer) AddTransaction(t *event.Transaction) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refuseLocked() {
+		return w.err
+	}
+	w.txns = append(w.txns, *t)
+	return w.maybeFlushLocked()
+}
+
 // refuseLocked counts a row that a failed writer will not queue.
 func (w *Writer) refuseLocked() bool {
 	if w.err == nil {
@@ -172,7 +187,7 @@ func (w *Writer) Dropped() int64 {
 	return w.dropped
 }
 
-func (w *Writer) pending() int { return len(w.stmts) + len(w.samps) + len(w.finds) }
+func (w *Writer) pending() int { return len(w.stmts) + len(w.samps) + len(w.finds) + len(w.txns) }
 
 func (w *Writer) maybeFlushLocked() error {
 	if w.err != nil || w.pending() < w.opts.BatchRows {
@@ -236,7 +251,8 @@ func (w *Writer) flushLocked() error {
 		w.err = fmt.Errorf("writing %d rows to store %s: %w", n, w.s.path, err)
 		return w.err
 	}
-	w.stmts, w.samps, w.finds = w.stmts[:0], w.samps[:0], w.finds[:0]
+	clear(w.txns) // let their strings go
+	w.stmts, w.samps, w.finds, w.txns = w.stmts[:0], w.samps[:0], w.finds[:0], w.txns[:0]
 	return nil
 }
 
@@ -248,7 +264,7 @@ func (w *Writer) commit() error {
 		return err
 	}
 	err = errors.Join(w.insertStatements(ctx, tx), w.insertSamples(ctx, tx), w.insertFindings(ctx, tx),
-		w.minutes.write(ctx, tx, w.run, w.closing))
+		w.insertTransactions(ctx, tx), w.minutes.write(ctx, tx, w.run, w.closing))
 	if err != nil {
 		tx.Rollback()
 		return err
@@ -260,9 +276,10 @@ func (w *Writer) commit() error {
 const statementColumns = `run_id, conn, conn_id, user, db, cmd, sql, digest, digest_text,
  t_req_first, t_req_last, t_resp_first, t_resp_last, client_us, request_us, queue_us, exec_us, send_stall_us,
  delivery_us, server_us, "rows", req_bytes, resp_bytes, error_code, error_state, error_msg, zero_window_us,
- retransmits, pool_group, joined, notes`
+ retransmits, pool_group, joined, notes, txn, txn_end, txn_idle_before_us, txn_start, lock_wait_us,
+ blocker_conn_id, blocker_kind, blocker_state, blocker_confidence, root_conn_id, blocked_by`
 
-const statementArity = 31
+const statementArity = 42
 
 var insertStatement = "INSERT INTO statements (" + statementColumns + ") VALUES (" +
 	strings.TrimSuffix(strings.Repeat("?,", statementArity), ",") + ")"
@@ -302,10 +319,30 @@ func appendStatementArgs(args []any, run int64, s *event.Statement) []any {
 		b, _ := json.Marshal(slices.Collect(s.AllNotes())) // []string always marshals
 		notes = string(b)
 	}
-	return append(args, run, s.Conn, int64(s.ConnID), s.User, s.DB, s.Cmd, s.SQL, s.Digest, s.DigestText,
+	args = append(args, run, s.Conn, int64(s.ConnID), s.User, s.DB, s.Cmd, s.SQL, s.Digest, s.DigestText,
 		s.TReqFirst, s.TReqLast, s.TRespFirst, s.TRespLast, s.ClientUS, s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS,
 		s.DeliveryUS, s.ServerUS, s.Rows, s.ReqBytes, s.RespBytes, code, state, msg, s.ZeroWindowUS,
-		int64(s.Retransmits), group, s.Joined, notes)
+		int64(s.Retransmits), group, s.Joined, notes, int64(s.TxnSeq), s.TxnEnd.String(), s.TxnIdleBeforeUS, s.TxnStartUS)
+	return appendLockWaitArgs(args, s.LockWait)
+}
+
+// appendLockWaitArgs appends the lock wait's columns: all NULL without
+// one, the blocker's NULL without a blocker.
+func appendLockWaitArgs(args []any, lw *event.LockWait) []any {
+	var wait, connID, kind, state, confidence, root, blocker any
+	if lw != nil {
+		wait = lw.LockWaitUS
+		if b := lw.BlockedBy; b != nil {
+			connID, kind, state, confidence = int64(b.ConnID), b.Kind, b.State, b.Confidence
+			if b.Root != nil {
+				root = int64(b.Root.ConnID)
+			}
+			if j, err := json.Marshal(b); err == nil { // strings and integers: always marshals
+				blocker = string(j)
+			}
+		}
+	}
+	return append(args, wait, connID, kind, state, confidence, root, blocker)
 }
 
 func (w *Writer) insertSamples(ctx context.Context, tx *sql.Tx) error {
@@ -324,6 +361,39 @@ func (w *Writer) insertSamples(ctx context.Context, tx *sql.Tx) error {
 			labels = string(b)
 		}
 		if _, err := ps.ExecContext(ctx, w.run, sm.TimeUS, sm.Source, sm.Name, sm.Value, labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// transactionColumns are the transactions columns a Writer fills, in order.
+const transactionColumns = `run_id, conn, conn_id, user, db, txn, t_start, t_end, "end", statements, open_us,
+ joined, server_us, in_app_us, max_idle_us, lock_wait_us, first_digest, first_sql, lead_digest, lead_sql, route,
+ tags, blocked`
+
+var insertTransaction = "INSERT INTO transactions (" + transactionColumns + ") VALUES (" +
+	strings.TrimSuffix(strings.Repeat("?,", 23), ",") + ")"
+
+func (w *Writer) insertTransactions(ctx context.Context, tx *sql.Tx) error {
+	if len(w.txns) == 0 {
+		return nil
+	}
+	ps, err := tx.PrepareContext(ctx, insertTransaction)
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+	for i := range w.txns {
+		t := &w.txns[i]
+		var tags any
+		if len(t.Tags) > 0 {
+			b, _ := json.Marshal(t.Tags) // map[string]string always marshals
+			tags = string(b)
+		}
+		if _, err := ps.ExecContext(ctx, w.run, t.Conn, int64(t.ConnID), t.User, t.DB, int64(t.Seq), t.Start, t.End,
+			t.EndKind, t.Statements, t.OpenUS, t.Joined, t.ServerUS, t.InAppUS, t.MaxIdleUS, t.LockWaitUS,
+			t.FirstDigest, t.FirstSQL, t.LeadDigest, t.LeadSQL, t.Tags["route"], tags, t.Blocked); err != nil {
 			return err
 		}
 	}

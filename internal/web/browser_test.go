@@ -25,7 +25,15 @@ import (
 // the pool between minutes 5 and 9; a report whose client reads slowly
 // (send stalls); a few statements left unjoined. The findings are the
 // real statement rules' on the last minute, so the page shows evidence
-// of the shape watch gives it.
+// of the shape watch gives it. Between minutes 10 and 13 one stock update
+// in four waits 1.5 ms of its exec for a row lock, and at minute 8 one
+// waited 1.4 s behind an ALTER that itself waited for a transaction its
+// application left idle (a lock chain): the worst statement now. Six
+// transactions ended in the window, one held idle for 12 s.
+const (
+	lockedSQL  = "UPDATE stock SET qty = qty - ? WHERE sku = 'locked'"
+	idleTxnSQL = "UPDATE stock SET qty = qty - 1 WHERE sku = 'held open'"
+)
 const (
 	fxOrders = "fp-orders"
 	fxStock  = "fp-stock"
@@ -73,10 +81,44 @@ func fixture(t *testing.T, v *View, now time.Time) {
 			s.Joined, s.Digest, s.Why = false, "", event.Expired
 			s.RequestUS, s.QueueUS, s.ExecUS, s.SendStallUS, s.DeliveryUS, s.ServerUS = 0, 0, 0, 0, 0, 0
 		}
+		if s.Joined && s.Fingerprint == fxStock && minute >= 10 && minute < 13 && at/200_000%4 == 0 {
+			s.LockWait = &event.LockWait{LockWaitUS: min(1_500, s.ExecUS), BlockedBy: &event.Blocker{ConnID: 77, Kind: event.LockRow,
+				State: event.BlockerRunning, Source: event.LockSourceWire, Confidence: event.ConfidenceHigh}}
+		}
 		v.Statement(&s)
 		if minute >= 7 && minute <= 8 || end-at < 60_000_000 && s.Fingerprint == fxReport {
 			recent = append(recent, s)
 		}
+	}
+	g := 2
+	locked := event.Statement{Conn: conn(41), ConnID: 141, Cmd: "COM_QUERY", User: "app", DB: "shop", Fingerprint: fxStock, Digest: "d2",
+		DigestText: "UPDATE `stock` SET `qty` = `qty` - ? WHERE `sku` = ?", SQL: lockedSQL, PoolGroup: &g, Joined: true, Rows: 1, RespBytes: 52,
+		Parts: event.Parts{RequestUS: 50, QueueUS: 90, ExecUS: 1_450_000, DeliveryUS: 40}, TxnInfo: event.TxnInfo{TxnSeq: 2, TxnStartUS: start + 510_000_000},
+		LockWait: &event.LockWait{LockWaitUS: 1_400_000, BlockedBy: &event.Blocker{Conn: conn(42), ConnID: 142, User: "deploy", Kind: event.LockMetadata,
+			State: event.BlockerRunning, Digest: "alter1", SQL: "ALTER TABLE stock ADD COLUMN note TEXT", HeldUS: 1_600_000,
+			Source: "performance_schema.metadata_locks", Confidence: event.ConfidenceCertain, Evidence: "read from the server's lock tables while it waited",
+			Root: &event.Blocker{Conn: conn(43), ConnID: 143, User: "app", Kind: event.LockMetadata, State: event.BlockerIdleInTxn,
+				Digest: "sel9", SQL: "SELECT * FROM stock WHERE sku = ?", HeldUS: 12_000_000, IdleUS: 11_900_000,
+				Source: "performance_schema.metadata_locks", Confidence: event.ConfidenceCertain}}}}
+	locked.ClientUS = locked.RequestUS + locked.QueueUS + locked.ExecUS + locked.DeliveryUS
+	locked.ServerUS = locked.ExecUS
+	locked.TReqFirst = start + 8*60_000_000 + 30_000_000
+	locked.TReqLast = locked.TReqFirst + locked.RequestUS
+	locked.TRespFirst = locked.TReqFirst + locked.ClientUS - locked.DeliveryUS
+	locked.TRespLast = locked.TReqFirst + locked.ClientUS
+	v.Statement(&locked)
+	recent = append(recent, locked)
+	for i := range 6 {
+		tx := event.Transaction{Conn: conn(50 + i), ConnID: uint64(150 + i), User: "app", DB: "shop", Seq: 1, Start: end - 120_000_000 + int64(i)*10_000_000,
+			EndKind: "commit", Statements: 3, Joined: 3, ServerUS: 4_000, FirstSQL: "BEGIN", LeadSQL: fmt.Sprintf("UPDATE stock SET qty = qty - 1 WHERE sku = %d", i),
+			MaxIdleUS: int64(20_000 * (i + 1)), Tags: map[string]string{"route": "/checkout"}}
+		if i == 3 {
+			tx.MaxIdleUS, tx.LeadSQL, tx.Blocked, tx.EndKind = 12_000_000, idleTxnSQL, 2, "rollback"
+		}
+		tx.InAppUS = tx.MaxIdleUS + 1_000
+		tx.OpenUS = tx.InAppUS + tx.ServerUS
+		tx.End = tx.Start + tx.OpenUS
+		v.Transaction(&tx)
 	}
 	w := &diagnose.Window{Statements: recent, Flavor: "mariadb", Version: "10.11.6",
 		Vars: map[string]string{"thread_handling": "pool-of-threads", "thread_pool_size": "4", "thread_pool_max_threads": "64", "net_write_timeout": "60"}}
@@ -212,6 +254,7 @@ func TestPageInChromium(t *testing.T) {
 	if cov := section(dom, "coverage"); !strings.Contains(cov, event.UnexplainedDelivery.Kind().Lead()+event.UnexplainedDelivery.Label()) {
 		t.Errorf("the coverage table lacks %q: %.600s", event.UnexplainedDelivery.Kind().Lead()+event.UnexplainedDelivery.Label(), tags.ReplaceAllString(cov, " "))
 	}
+	checkLocks(t, dom)
 	if t.Failed() {
 		t.Logf("DOM: %.6000s", dom)
 	}
@@ -250,6 +293,71 @@ func TestPageInChromium(t *testing.T) {
 		shot := filepath.Join(dir, "page-"+size.name+".png")
 		runChromium(t, bin, fmt.Sprintf("--window-size=%d,%d", size.w, size.h), "--screenshot="+shot, srv.URL+"/")
 		checkShot(t, shot, size.w)
+	}
+}
+
+// checkLocks: the lock wait is drawn inside exec, hatched, with its own
+// legend entry, wherever exec is drawn (the statement's bar, the digest
+// table's bars, the parts chart), and only where there is one; the
+// statement's blocker and its chain's root are told; the transactions line
+// and the longest idle are listed.
+func checkLocks(t *testing.T, dom string) {
+	t.Helper()
+	worst := section(dom, "worst")
+	stmts := strings.Split(worst, `<div class="stmt"`)[1:]
+	if len(stmts) < 2 {
+		t.Fatalf("%d worst statements drawn, want several", len(stmts))
+	}
+	withLock := 0
+	for _, st := range stmts {
+		if !strings.Contains(st, lockedSQL) {
+			if strings.Contains(st, "part-lock") || strings.Contains(st, "k-lock") || strings.Contains(st, `class="blocker`) {
+				t.Errorf("a statement without a lock wait draws one: %.600s", tags.ReplaceAllString(st, " "))
+			}
+			continue
+		}
+		withLock++
+		lock := regexp.MustCompile(`<div class="part part-exec"[^>]*><div class="part-lock" data-us="1400000"[^>]*style="width: ([0-9.]+)%`).FindStringSubmatch(st)
+		if lock == nil || lock[1] != "96.55" {
+			t.Errorf("the locked statement's exec lacks its lock wait segment (1.4 s of 1.45 s, 96.55%%): %v\n%.1500s", lock, st)
+		}
+		for _, want := range []string{`data-lock-wait="1400000"`, `<span class="k-lock">lock wait 1.40 s (of exec)</span>`, `class="blocker"`,
+			"ALTER TABLE stock ADD COLUMN note TEXT", "id 142", "running a statement", "metadata lock", "certain, from performance_schema.metadata_locks",
+			`class="blocker root"`, "root of the chain", "id 143", "idle in transaction: its application held the lock and sent nothing", "idle 11.90 s",
+			"transaction 2"} {
+			if !strings.Contains(st, want) {
+				t.Errorf("the locked statement lacks %q: %.2500s", want, st)
+			}
+		}
+	}
+	if withLock != 1 {
+		t.Errorf("%d worst statements are the locked one, want 1", withLock)
+	}
+	for _, m := range regexp.MustCompile(`(?s)<tr class="[^"]*" data-digest="([^"]+)">(.*?)</tr>`).FindAllStringSubmatch(section(dom, "digests"), -1) {
+		has := strings.Contains(m[2], `class="part-lock"`)
+		if has != (m[1] == fxStock) {
+			t.Errorf("digest %s: lock wait segment drawn %v, want %v", m[1], has, m[1] == fxStock)
+		}
+	}
+	if !strings.Contains(section(dom, "digests"), ">lock wait<") {
+		t.Error("the digest table has no lock wait column")
+	}
+	m := regexp.MustCompile(`<path class="series series-lock f-lock" data-series="lock" d="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil || strings.Count(m[1], "M") < 10 {
+		t.Errorf("the parts chart draws no lock wait over minutes 10-13: %v", m)
+	}
+	if !strings.Contains(dom, `<pattern id="lock-hatch"`) || !strings.Contains(dom, `<span class="k-lock">lock wait (part of exec)</span>`) {
+		t.Error("the parts chart lacks the lock wait's hatch or its legend entry")
+	}
+	txns := section(dom, "txns")
+	for _, want := range []string{`id="txn-line"`, "<b>6</b> transactions", "held up 2 statements of other connections", idleTxnSQL,
+		"12.00 s", "rolled back", "route /checkout"} {
+		if !strings.Contains(txns, want) {
+			t.Errorf("the transactions section lacks %q: %.2000s", want, txns)
+		}
+	}
+	if i, j := strings.Index(txns, idleTxnSQL), strings.Index(txns, "sku = 5"); i < 0 || j < 0 || i > j {
+		t.Errorf("the longest idle transaction is not listed first: %.2000s", txns)
 	}
 }
 

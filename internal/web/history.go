@@ -48,7 +48,11 @@ type cell struct {
 	clientUS int64
 	maxUS    int64
 	parts    [5]int64
-	hist     hist
+	// lockUS sums the known lock waits of the joined statements (a part
+	// of exec, parts[2]); lockWaits counts the statements that had one.
+	lockUS    int64
+	lockWaits int64
+	hist      hist
 }
 
 // step is one 10-second slot of the ring.
@@ -117,6 +121,10 @@ func (h *history) add(s *event.Statement) {
 		c.parts[2] += s.ExecUS
 		c.parts[3] += s.SendStallUS
 		c.parts[4] += s.DeliveryUS
+		if w := s.LockWaitTime(); w > 0 {
+			c.lockUS += w
+			c.lockWaits++
+		}
 	}
 }
 
@@ -163,23 +171,31 @@ type Live struct {
 	Series   []Point     `json:"series"`
 	Digests  []DigestRow `json:"digests"`
 	Options  Options     `json:"options"`
+	// Transactions are the window's transactions for the filter's user
+	// and db (nil when the view takes none, or none ended in the window).
+	Transactions *TxnLive `json:"transactions,omitempty"`
 }
 
 // Point is one step of the charts. Parts are the mean of each part over
 // the step's joined statements (request, queue, exec, send stall,
-// delivery), so stacked they make the mean client time of those.
+// delivery), so stacked they make the mean client time of those;
+// LockWaitUS is the mean lock wait over the same statements, a part of
+// the exec part.
 type Point struct {
-	TimeUS int64    `json:"t"`
-	Calls  int64    `json:"calls"`
-	Joined int64    `json:"joined"`
-	P50US  int64    `json:"p50_us"`
-	P99US  int64    `json:"p99_us"`
-	MaxUS  int64    `json:"max_us"`
-	Parts  [5]int64 `json:"parts_us"`
+	TimeUS     int64    `json:"t"`
+	Calls      int64    `json:"calls"`
+	Joined     int64    `json:"joined"`
+	P50US      int64    `json:"p50_us"`
+	P99US      int64    `json:"p99_us"`
+	MaxUS      int64    `json:"max_us"`
+	Parts      [5]int64 `json:"parts_us"`
+	LockWaitUS int64    `json:"lock_wait_us"`
 }
 
 // DigestRow is one digest over the window. Parts are the sums of each part
-// over its joined statements (their shares are what the page shows).
+// over its joined statements (their shares are what the page shows);
+// LockWaitUS sums their known lock waits (a part of exec), LockWaits
+// counts the statements that had one.
 type DigestRow struct {
 	Digest  string   `json:"digest"`
 	Text    string   `json:"text"`
@@ -191,6 +207,9 @@ type DigestRow struct {
 	MaxUS   int64    `json:"max_us"`
 	TotalUS int64    `json:"total_us"`
 	Parts   [5]int64 `json:"parts_us"`
+	// LockWaitUS and LockWaits: see above.
+	LockWaitUS int64 `json:"lock_wait_us"`
+	LockWaits  int64 `json:"lock_waits"`
 }
 
 // Options are the values the filters offer, over the window.
@@ -253,6 +272,7 @@ func (h *history) live(f Filter, nowUS int64) *Live {
 			for i := range p.Parts {
 				p.Parts[i] += c.parts[i]
 			}
+			p.LockWaitUS += c.lockUS
 			d.merge(&c.hist)
 			a := digests[k.digest]
 			if a == nil {
@@ -266,6 +286,8 @@ func (h *history) live(f Filter, nowUS int64) *Live {
 			for i := range a.row.Parts {
 				a.row.Parts[i] += c.parts[i]
 			}
+			a.row.LockWaitUS += c.lockUS
+			a.row.LockWaits += c.lockWaits
 			a.hist.merge(&c.hist)
 		}
 		if p.Calls > 0 {
@@ -276,6 +298,7 @@ func (h *history) live(f Filter, nowUS int64) *Live {
 			for i := range p.Parts {
 				p.Parts[i] /= p.Joined
 			}
+			p.LockWaitUS = min(p.LockWaitUS/p.Joined, p.Parts[2])
 		}
 		out.Series = append(out.Series, p)
 	}

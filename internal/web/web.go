@@ -5,7 +5,7 @@
 // choices), filtered by the query's digest, user, db and group. The page
 // long-polls it, so it updates as soon as watch publishes a new snapshot.
 // The reasons' words come with the page, from event's table of reasons.
-// It is a watch Sink.
+// It is a watch Sink, and a watch.TxnSink for the window's transactions.
 package web
 
 import (
@@ -32,6 +32,7 @@ var page = template.Must(template.ParseFS(assets, "assets/index.html"))
 // View keeps the latest snapshot and the history for the page.
 type View struct {
 	hist *history
+	txns *txnHistory
 
 	mu      sync.Mutex
 	seq     int64
@@ -42,7 +43,7 @@ type View struct {
 
 // New returns an empty view.
 func New() *View {
-	return &View{hist: newHistory(), snap: json.RawMessage("null"), changed: make(chan struct{})}
+	return &View{hist: newHistory(), txns: &txnHistory{}, snap: json.RawMessage("null"), changed: make(chan struct{})}
 }
 
 // message is what /api/snapshot returns.
@@ -86,7 +87,9 @@ func (v *View) latest() (json.RawMessage, int64, int64, <-chan struct{}) {
 // body is the JSON of the current message for filter f.
 func (v *View) body(f Filter) ([]byte, error) {
 	snap, seq, now, _ := v.latest()
-	return json.Marshal(message{Seq: seq, Snapshot: snap, Live: v.hist.live(f, now)})
+	live := v.hist.live(f, now)
+	live.Transactions = v.txns.live(f, now)
+	return json.Marshal(message{Seq: seq, Snapshot: snap, Live: live})
 }
 
 // filterOf reads the page's filter from a query string.

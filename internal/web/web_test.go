@@ -265,3 +265,99 @@ func TestPageReasonsFromTable(t *testing.T) {
 		}
 	}
 }
+
+// Lock waits are counted inside exec, per step (mean over the joined
+// statements) and per digest (sum and count); an unjoined statement's
+// lock wait is not (its exec is unknown).
+func TestHistoryLockWaits(t *testing.T) {
+	h := newHistory()
+	now := int64(1_800_000_000_000_000)
+	end := now - now%stepUS - stepUS
+	for i := range 4 {
+		s := event.Statement{Cmd: "COM_QUERY", Fingerprint: "u", DigestText: "UPDATE t SET a = ?", TReqFirst: end, TRespLast: end + 1 + int64(i),
+			Parts: event.Parts{ClientUS: 1000, ExecUS: 800, DeliveryUS: 200}, Joined: true}
+		if i < 2 {
+			s.LockWait = &event.LockWait{LockWaitUS: 600}
+		}
+		h.add(&s)
+	}
+	h.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: "u", TReqFirst: end, TRespLast: end + 9, Parts: event.Parts{ClientUS: 1000},
+		LockWait: &event.LockWait{LockWaitUS: 900}}) // unjoined
+	l := h.live(Filter{}, now)
+	var p Point
+	for _, q := range l.Series {
+		if q.Calls > 0 {
+			p = q
+		}
+	}
+	if p.Joined != 4 || p.Parts[2] != 800 || p.LockWaitUS != 300 {
+		t.Errorf("point %+v: want a mean lock wait of 300 µs inside a mean exec of 800", p)
+	}
+	if len(l.Digests) != 1 || l.Digests[0].LockWaitUS != 1200 || l.Digests[0].LockWaits != 2 {
+		t.Errorf("digests %+v: want 1200 µs of lock wait over 2 statements", l.Digests)
+	}
+	b, _ := json.Marshal(l)
+	if !strings.Contains(string(b), `"lock_wait_us":1200,"lock_waits":2`) {
+		t.Errorf("the page's JSON lacks the digest's lock waits: %s", b)
+	}
+}
+
+// The view takes transactions (watch.TxnSink): counted by the step they
+// ended in, filtered by user and db, the longest idle listed longest
+// first and bounded; none in the window is no transactions object.
+func TestViewTransactions(t *testing.T) {
+	v := New()
+	now := int64(1_800_000_000_000_000)
+	v.Snapshot(&watch.Snapshot{TimeUS: now})
+	var _ watch.TxnSink = v
+	add := func(user string, endUS, idle int64, sql string) {
+		v.Transaction(&event.Transaction{Conn: "c", User: user, DB: "shop", Seq: 1, Start: endUS - idle - 100, End: endUS, EndKind: "commit",
+			Statements: 2, OpenUS: idle + 100, InAppUS: idle, MaxIdleUS: idle, LockWaitUS: 10, LeadSQL: sql + strings.Repeat("x", 1000)})
+	}
+	for i := range 12 {
+		add("app", now-int64(i)*7_000_000, int64(1000*(i+1)), fmt.Sprint("q", i))
+	}
+	add("batch", now-60_000_000, 50_000_000, "long")
+	add("app", now-windowUS-stepUS, 90_000_000, "old") // ended before the window
+	add("app", now-windowUS-2*stepUS, 0, "older")      // older than the ring: ignored
+	live := func(f Filter) *TxnLive {
+		var m message
+		b, err := v.body(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Live.Transactions
+	}
+	all := live(Filter{})
+	if all == nil || all.Count != 13 || all.MaxIdleUS != 50_000_000 || all.LockWaitUS != 130 || len(all.LongestIdle) != idleShown {
+		t.Fatalf("all: %+v", all)
+	}
+	var order []string
+	for _, x := range all.LongestIdle {
+		order = append(order, strings.TrimRight(x.LeadSQL, "x…"))
+		if n := len([]rune(x.LeadSQL)); n > txnTextRunes {
+			t.Errorf("a kept transaction holds %d runes of text, bound %d", n, txnTextRunes)
+		}
+	}
+	if fmt.Sprint(order) != "[long q11 q10 q9 q8]" {
+		t.Errorf("longest idle %v, want long then q11 down", order)
+	}
+	app := live(Filter{User: "app", Digest: "whatever", Group: "1"})
+	if app == nil || app.Count != 12 || app.LongestIdle[0].MaxIdleUS != 12_000 {
+		t.Errorf("user app (digest and group do not apply): %+v", app)
+	}
+	if none := live(Filter{DB: "dw"}); none != nil {
+		t.Errorf("db dw: %+v, want none", none)
+	}
+	// A flood of (user, db) pairs in one step stays bounded.
+	for i := range 500 {
+		v.Transaction(&event.Transaction{Conn: "c", User: fmt.Sprint("u", i), DB: "d", End: now, MaxIdleUS: int64(i)})
+	}
+	st := v.txns.steps[(now/stepUS)%int64(len(v.txns.steps))]
+	if len(st.cells) > maxTxnKeys+1 || live(Filter{}).Count != 513 {
+		t.Errorf("%d cells in a step (bound %d), %d transactions", len(st.cells), maxTxnKeys+1, live(Filter{}).Count)
+	}
+}

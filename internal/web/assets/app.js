@@ -52,6 +52,7 @@ const labels = {
   resp_bytes: "response bytes", req_bytes: "request bytes", pool_group: "pool group",
   t_req_first: "request at", time_us: "time", max_us: "max", digest_text: "digest text",
   zero_window_us: "zero window", send_stall_us: "send stall", statements: "statements",
+  lock_wait_us: "lock wait", held_us: "held", idle_us: "idle",
 };
 function label(k) {
   if (labels[k]) return labels[k];
@@ -80,6 +81,7 @@ function value(k, v) {
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined) continue; // no such attribute
     if (k === "class") e.className = v; else e.setAttribute(k, v);
   }
   for (const k of kids) if (k !== null && k !== undefined) e.append(k);
@@ -99,17 +101,28 @@ function fill(id, nodes, empty) {
 
 // partsBar draws the five parts of a total as a bar; widths are set through
 // the DOM (style properties are allowed by the CSP, style attributes are not).
-function partsBar(parts, total, mini) {
-  const bar = el("div", {class: mini ? "bar mini" : "bar", title: "request | queue | exec | send stall | delivery"});
+// A lock wait (lock, µs: part of exec) is drawn inside exec, hatched, from
+// its start: the statement waited for the lock before it could run.
+function partsBar(parts, total, mini, lock) {
+  const bar = el("div", {class: mini ? "bar mini" : "bar", title: "request | queue | exec (hatched: lock wait) | send stall | delivery"});
   parts.forEach((us, i) => {
     if (us > 0 && total > 0) {
       const p = el("div", {class: "part part-" + phases[i], "data-us": us, title: phaseLabel[phases[i]] + " " + dur(us)});
       p.style.width = (100 * us / total).toFixed(2) + "%";
+      if (phases[i] === "exec" && lock > 0) {
+        const l = el("div", {class: "part-lock", "data-us": lock, title: "lock wait " + dur(lock) + " of exec " + dur(us)});
+        l.style.width = (100 * Math.min(lock, us) / us).toFixed(2) + "%";
+        p.title += ", of which lock wait " + dur(lock);
+        p.append(l);
+      }
       bar.append(p);
     }
   });
   return bar;
 }
+
+// lockLegend is the legend entry of a lock wait inside exec.
+function lockLegend(text) { return el("span", {class: "k-lock"}, text); }
 
 // ---- filters ----
 
@@ -275,8 +288,9 @@ function drawParts(live) {
   const top = nice(Math.max(1, ...pts.map(sum)));
   const f = frame(box, live, top, 190);
   const gap = Math.max(0, Math.min(1, (f.x(step) - f.x(0)) * 0.15));
-  const base = pts.map(() => 0);
+  const base = pts.map(() => 0), execBase = pts.map(() => 0);
   phases.forEach((ph, i) => {
+    if (ph === "exec") pts.forEach((p, j) => { execBase[j] = base[j]; });
     let d = "";
     pts.forEach((p, j) => {
       const v = p.joined ? p.parts_us[i] : 0;
@@ -288,13 +302,27 @@ function drawParts(live) {
     });
     f.root.append(svg("path", {class: "series series-" + ph + " f-" + ph, "data-series": ph, d: d || "M0 0"}));
   });
+  // The lock wait, hatched over the bottom of exec (part of it).
+  f.root.prepend(svg("defs", {}, svg("pattern", {id: "lock-hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"},
+    svg("rect", {width: 6, height: 6, class: "hatch-bg"}), svg("rect", {width: 3, height: 6, class: "hatch-fg"}))));
+  let lockD = "";
+  pts.forEach((p, j) => {
+    const v = p.joined ? Math.min(p.lock_wait_us || 0, p.parts_us[2]) : 0;
+    if (v <= 0) return;
+    const x0 = f.x(p.t) + gap, x1 = f.x(p.t + step) - gap;
+    const y0 = f.y(execBase[j]), y1 = f.y(execBase[j] + v);
+    lockD += `M${x0.toFixed(1)} ${y0.toFixed(1)}V${y1.toFixed(1)}H${x1.toFixed(1)}V${y0.toFixed(1)}Z`;
+  });
+  f.root.append(svg("path", {class: "series series-lock f-lock", "data-series": "lock", d: lockD || "M0 0"}));
   if (!pts.some(p => p.joined)) {
     f.root.append(svg("text", {class: "nodata", x: f.w / 2, y: f.h / 2, "text-anchor": "middle"}, "no joined statements in the last 15 minutes"));
   }
   hits(f, pts, step, p => `${clock(p.t)}–${clock(p.t + step)}: ${num(p.joined)} joined, mean ` +
-    phases.map((ph, i) => phaseLabel[ph] + " " + dur(p.parts_us[i])).join(", "));
+    phases.map((ph, i) => phaseLabel[ph] + " " + dur(p.parts_us[i]) + (ph === "exec" && p.lock_wait_us ? " (lock wait " + dur(p.lock_wait_us) + ")" : "")).join(", "));
   box.replaceChildren(f.root);
-  $("parts-legend").replaceChildren(...phases.map(ph => el("span", {class: "k-" + ph}, phaseLabel[ph])));
+  const legend = phases.map(ph => el("span", {class: "k-" + ph}, phaseLabel[ph]));
+  legend.splice(phases.indexOf("exec") + 1, 0, lockLegend("lock wait (part of exec)"));
+  $("parts-legend").replaceChildren(...legend);
 }
 
 // hits lays a transparent column over each step whose title tells its numbers.
@@ -316,13 +344,19 @@ const columns = [
   {key: "p95_us", head: "p95", num: true, fmt: dur, wide: true},
   {key: "p99_us", head: "p99", num: true, fmt: dur},
   {key: "total_us", head: "total", num: true, fmt: dur},
-  ...phases.map((ph, i) => ({key: "share_" + ph, head: phaseLabel[ph], num: true, share: i, wide: true})),
+  ...phases.flatMap((ph, i) => {
+    const c = {key: "share_" + ph, head: phaseLabel[ph], num: true, share: i, wide: true};
+    return ph === "exec" ? [c, {key: "share_lock", head: "lock wait", num: true, share: "lock", wide: true}] : [c];
+  }),
   {key: "parts", head: "split", bar: true},
 ];
 
+// shareOf is part i's share of the joined statements' time ("lock": the
+// lock wait's, a part of exec's); -1 when none joined.
 function shareOf(r, i) {
   const t = r.parts_us.reduce((a, b) => a + b, 0);
-  return t > 0 ? r.parts_us[i] / t : -1;
+  if (t <= 0) return -1;
+  return i === "lock" ? (r.lock_wait_us || 0) / t : r.parts_us[i] / t;
 }
 function sortValue(r, c) {
   if (c.share !== undefined) return shareOf(r, c.share);
@@ -339,7 +373,7 @@ function renderDigests(live) {
   });
   const head = el("tr", {}, ...columns.map(c => {
     const th = el("th", {class: [c.num ? "num" : "", c.wide ? "wide" : "", c.bar ? "" : "sortable"].join(" ").trim(), "data-key": c.key, scope: "col"}, c.head);
-    if (c.share !== undefined) th.title = "share of the joined statements' time";
+    if (c.share !== undefined) th.title = c.share === "lock" ? "share of the joined statements' time spent waiting for locks (part of exec)" : "share of the joined statements' time";
     if (c.key === sortKey) th.setAttribute("aria-sort", sortDir < 0 ? "descending" : "ascending");
     if (!c.bar) th.addEventListener("click", () => {
       if (sortKey === c.key) sortDir = -sortDir; else { sortKey = c.key; sortDir = c.num ? -1 : 1; }
@@ -357,10 +391,13 @@ function renderDigests(live) {
     }
     if (c.bar) {
       const t = r.parts_us.reduce((a, b) => a + b, 0);
-      return el("td", {}, t > 0 ? partsBar(r.parts_us, t, true) : el("span", {class: "meta"}, "not joined"));
+      return el("td", {}, t > 0 ? partsBar(r.parts_us, t, true, r.lock_wait_us) : el("span", {class: "meta"}, "not joined"));
     }
     if (c.share !== undefined) {
       const s = shareOf(r, c.share);
+      if (c.share === "lock") {
+        return el("td", {class: "num wide", title: r.lock_waits ? num(r.lock_waits) + " statements waited " + dur(r.lock_wait_us) : ""}, s > 0 ? pct(s) : "");
+      }
       return el("td", {class: "num wide"}, s < 0 ? "–" : pct(s));
     }
     return el("td", {class: "num" + (c.wide ? " wide" : "")}, c.fmt(r[c.key]));
@@ -372,21 +409,49 @@ function renderDigests(live) {
 // ---- statements and findings ----
 
 function statement(s) {
-  const parts = partUS(s), total = Math.max(s.client_us, 1);
+  const parts = partUS(s), total = Math.max(s.client_us, 1), lock = s.lock_wait_us || 0;
   const legend = el("div", {class: "legend"});
   let bar;
   if (s.joined) {
-    bar = partsBar(parts, total, false);
-    parts.forEach((us, i) => legend.append(el("span", {class: "k-" + phases[i]}, phaseLabel[phases[i]] + " " + dur(us))));
+    bar = partsBar(parts, total, false, lock);
+    parts.forEach((us, i) => {
+      legend.append(el("span", {class: "k-" + phases[i]}, phaseLabel[phases[i]] + " " + dur(us)));
+      if (phases[i] === "exec" && lock > 0) legend.append(lockLegend("lock wait " + dur(lock) + " (of exec)"));
+    });
   } else {
     bar = el("div", {class: "bar"});
     legend.append(el("span", {class: "k-none"}, "not joined: parts unknown" + (s.reason ? " (" + reasonLabel(s.reason) + ")" : "")));
   }
   const meta = [dur(s.client_us), s.conn, s.user, s.db, s.pool_group !== undefined && s.pool_group !== null ? "group " + s.pool_group : "",
     s.error ? "error " + s.error.code : ""].filter(Boolean);
-  return el("div", {class: "stmt"},
+  if (s.txn) meta.push("transaction " + s.txn + (s.txn_idle_before_us ? " (held idle " + dur(s.txn_idle_before_us) + " before it)" : ""));
+  return el("div", {class: "stmt", "data-lock-wait": lock > 0 ? String(lock) : null},
     el("div", {class: "meta"}, el("b", {}, meta[0]), meta.length > 1 ? " · " + meta.slice(1).join(" · ") : ""),
-    el("div", {class: "sql"}, s.sql || s.digest_text || s.cmd), bar, legend);
+    el("div", {class: "sql"}, s.sql || s.digest_text || s.cmd), bar, legend,
+    s.blocked_by ? blocker(s.blocked_by, lock, false) : null);
+}
+
+// The blocker's state, in words.
+const blockerState = {
+  idle_in_transaction: "idle in transaction: its application held the lock and sent nothing",
+  running: "running a statement",
+};
+
+// blocker shows the connection a statement waited for (event.Blocker), and
+// the head of its chain (root) the same way.
+function blocker(b, lock, isRoot) {
+  const dl = el("dl", {class: "kv"});
+  const row = (k, v, cls) => { if (v !== null && v !== undefined && v !== "") dl.append(el("dt", {}, k), el("dd", cls ? {class: cls} : {}, v)); };
+  row("connection", [b.conn, b.conn_id ? "id " + b.conn_id : "", b.user ? "user " + b.user : ""].filter(Boolean).join(" · ") || "unknown");
+  row("state", b.state ? (blockerState[b.state] || b.state.replace(/_/g, " ")) : "unknown");
+  row("lock", b.kind ? b.kind + " lock" : "");
+  row("its statement", b.sql || b.digest || "", "sql");
+  row("held", b.held_us ? dur(b.held_us) + (b.idle_us ? " · idle " + dur(b.idle_us) : "") : "");
+  row("confidence", [b.confidence, b.source ? "from " + b.source : ""].filter(Boolean).join(", "));
+  row("evidence", b.evidence || "");
+  if (b.root) dl.append(el("dt", {}, "root of the chain"), el("dd", {}, blocker(b.root, 0, true)));
+  const head = isRoot ? null : el("div", {class: "blocker-head"}, el("span", {class: "k-lock"}, "lock wait " + dur(lock)), " · blocked by");
+  return el("div", {class: isRoot ? "blocker root" : "blocker", "data-state": b.state || "", "data-confidence": b.confidence || ""}, head, dl);
 }
 
 const isExample = v => Array.isArray(v) && v.length > 0 && v.every(x => x && typeof x === "object" && "client_us" in x && "queue_us" in x);
@@ -396,10 +461,18 @@ const isPlain = v => v === null || typeof v !== "object" || (Array.isArray(v) &&
 // examples shows the statements a finding cites: a row of the five parts,
 // then a row with the statement and its connection.
 function examples(list) {
-  const n = 6;
-  const head = el("tr", {}, el("th", {class: "num"}, "client"), ...phases.map(ph => el("th", {class: "num"}, el("span", {class: "swatch sw-" + ph}), phaseLabel[ph])));
+  const locks = list.some(x => x.lock_wait_us > 0); // a column for the lock wait inside exec
+  const n = locks ? 7 : 6;
+  const heads = phases.map(ph => el("th", {class: "num"}, el("span", {class: "swatch sw-" + ph}), phaseLabel[ph]));
+  if (locks) heads.splice(phases.indexOf("exec") + 1, 0, el("th", {class: "num"}, el("span", {class: "swatch sw-lock"}), "lock wait"));
+  const head = el("tr", {}, el("th", {class: "num"}, "client"), ...heads);
+  const cells = x => {
+    const c = partUS(x).map(us => el("td", {class: "num"}, dur(us || 0)));
+    if (locks) c.splice(phases.indexOf("exec") + 1, 0, el("td", {class: "num"}, x.lock_wait_us ? dur(x.lock_wait_us) : ""));
+    return c;
+  };
   const rows = list.flatMap(x => [
-    el("tr", {class: "ex-parts"}, el("td", {class: "num"}, el("b", {}, dur(x.client_us))), ...partUS(x).map(us => el("td", {class: "num"}, dur(us || 0)))),
+    el("tr", {class: "ex-parts"}, el("td", {class: "num"}, el("b", {}, dur(x.client_us))), ...cells(x)),
     el("tr", {class: "ex-sql"}, el("td", {colspan: n},
       el("div", {class: "sql"}, x.sql || x.digest || ""),
       el("div", {class: "meta"}, [x.conn, x.conn_id ? "id " + x.conn_id : "", x.pool_group !== undefined && x.pool_group !== null ? "group " + x.pool_group : "",
@@ -451,6 +524,45 @@ function table(head, rows) {
     el("tbody", {}, ...rows.map(r => el("tr", {}, ...r.map(c => el("td", {}, String(c)))))));
 }
 
+// ---- transactions ----
+
+const txnEnd = {commit: "committed", rollback: "rolled back", implicit: "ended implicitly", open: "still open"};
+
+// renderTxns shows the window's transactions: how many, how long their
+// applications held them open with no statement running, and the longest
+// idle ones.
+function renderTxns(live) {
+  const t = live.transactions, f = filterOf();
+  const other = f.digest || f.group ? " (for the user and db filters only: a transaction has no one digest or pool group)" : "";
+  if (!t) {
+    fill("txns", [], "no transaction ended in the last 15 minutes" + (Object.values(f).some(v => v) ? " for this filter" : ""));
+    return;
+  }
+  const line = el("div", {class: "txn-line", id: "txn-line"}, el("b", {}, num(t.count)), " transactions",
+    t.open ? " (" + num(t.open) + " still open at the end)" : "", " · open ", el("b", {}, dur(t.open_us)),
+    " · held in the application with no statement running ", el("b", {class: "idle"}, dur(t.in_app_us)),
+    t.open_us ? " (" + pct(t.in_app_us / t.open_us) + ")" : "",
+    t.lock_wait_us ? " · lock wait " + dur(t.lock_wait_us) : "",
+    t.blocked ? " · held up " + num(t.blocked) + " statements of other connections" : "", other);
+  const nodes = [line];
+  if (t.longest_idle && t.longest_idle.length) {
+    const heads = ["max idle", "in app", "open", "statements", "end", "connection", "user", "transaction"];
+    const head = el("tr", {}, ...heads.map((h, i) => el("th", {class: i < 4 ? "num" : ""}, h)));
+    const rows = t.longest_idle.map(x => {
+      const text = (x.lead_sql || x.first_sql || x.lead_digest || x.first_digest || "") +
+        (x.tags && x.tags.route ? " · route " + x.tags.route : "") + (x.blocked ? " · held up " + num(x.blocked) : "");
+      return el("tr", {"data-conn-id": x.conn_id || ""},
+        el("td", {class: "num"}, el("b", {}, dur(x.max_idle_us))), el("td", {class: "num"}, dur(x.in_app_us)),
+        el("td", {class: "num"}, dur(x.open_us)), el("td", {class: "num"}, num(x.statements)),
+        el("td", {class: "nowrap"}, txnEnd[x.end] || x.end),
+        el("td", {class: "nowrap"}, [x.conn, x.conn_id ? "id " + x.conn_id : ""].filter(Boolean).join(" · ")),
+        el("td", {class: "nowrap"}, x.user || ""), el("td", {class: "sql"}, text));
+    });
+    nodes.push(el("div", {class: "scroll"}, el("table", {class: "txns"}, el("thead", {}, head), el("tbody", {}, ...rows))));
+  }
+  $("txns").replaceChildren(...nodes);
+}
+
 // ---- the whole page ----
 
 function renderSnapshot(s) {
@@ -479,6 +591,7 @@ function render(msg) {
     drawP99(msg.live);
     drawParts(msg.live);
     renderDigests(msg.live);
+    renderTxns(msg.live);
   }
   if (msg.snapshot) renderSnapshot(msg.snapshot);
   document.body.dataset.updates = Number(document.body.dataset.updates) + 1;
