@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"store":      {"event"},
 	"report":     {"event", "eventlog", "sqltext", "diagnose", "store"},
 	"export":     {"event", "sqltext", "watch"},
-	"web":        {"event", "watch", "diagnose"},
+	"web":        {"event", "watch", "diagnose", "sqltext"},
 	"workload":   {"event", "sandbox"},
 	"watch":      {"event", "capture", "collect", "join", "diagnose", "report", "sqltext", "mysqlproto", "plans", "txn"},
 	"probe":      {"event", "collect", "workload", "diagnose", "report", "store"},
