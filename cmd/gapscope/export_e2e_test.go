@@ -103,7 +103,7 @@ func loadSchema(t *testing.T, inst *sandbox.Instance) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(8)
 	for _, q := range []string{"CREATE DATABASE fx", "CREATE TABLE fx.t (id INT PRIMARY KEY, v INT)",
-		"INSERT INTO fx.t SELECT seq, seq FROM fx.seq_1_to_1000"} {
+		"INSERT INTO fx.t SELECT seq, seq FROM fx.seq_1_to_1001"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -140,8 +140,44 @@ func runLoad(ctx context.Context, db *sql.DB, d time.Duration) <-chan struct{} {
 			time.Sleep(time.Second)
 		}
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			lockPair(ctx, db)
+			time.Sleep(1500 * time.Millisecond)
+		}
+	}()
 	go func() { wg.Wait(); cancel(); close(done) }()
 	return done
+}
+
+// lockPair makes a row-lock wait: a transaction updates row 1001 (no
+// worker's) and its application idles 300 ms before COMMIT, while another
+// connection's update of the row waits for it.
+func lockPair(ctx context.Context, db *sql.DB) {
+	a, err := db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer a.Close()
+	b, err := db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	const q = "UPDATE fx.t SET v = v + 1 WHERE id = 1001"
+	if _, err := a.ExecContext(ctx, "BEGIN"); err != nil {
+		return
+	}
+	if _, err := a.ExecContext(ctx, q); err != nil {
+		return
+	}
+	waited := make(chan struct{})
+	go func() { _, _ = b.ExecContext(ctx, q); close(waited) }()
+	time.Sleep(300 * time.Millisecond)
+	_, _ = a.ExecContext(context.Background(), "COMMIT")
+	<-waited
 }
 
 func readEvents(t *testing.T, path string) []event.Statement {
@@ -386,19 +422,40 @@ func promScalar(t *testing.T, base, q string, at time.Time) float64 {
 }
 
 func checkPrometheus(t *testing.T, base string, at time.Time, stmts []event.Statement) {
-	if got := promScalar(t, base, "sum(gapscope_statement_duration_seconds_count)", at); got != float64(len(stmts)) {
-		t.Errorf("histogram count %v, watch reported %d statements", got, len(stmts))
+	// The lock waits the events name, by kind, are the counter's.
+	var rowWait float64
+	for i := range stmts {
+		if s := &stmts[i]; s.LockWait != nil && s.BlockedBy != nil && s.BlockedBy.Kind == event.LockRow {
+			rowWait += float64(s.LockWaitUS) / 1e6
+		}
+	}
+	if rowWait < 0.2 {
+		t.Errorf("the events name %.3f s of row-lock wait; the load made ~0.3 s waits", rowWait)
+	}
+	if got := promScalar(t, base, `sum(gapscope_lock_wait_seconds_total{kind="row"})`, at); math.Abs(got-rowWait) > 1e-6+1e-9*rowWait {
+		t.Errorf("row lock wait: Prometheus %.6f s, events %.6f s", got, rowWait)
+	}
+	// The duration histogram and the per-digest counts take statements with
+	// a response only (a COM_QUIT has no client time: docs/export.md).
+	var answered []event.Statement
+	for _, s := range stmts {
+		if s.HasResponse() {
+			answered = append(answered, s)
+		}
+	}
+	if got := promScalar(t, base, "sum(gapscope_statement_duration_seconds_count)", at); got != float64(len(answered)) {
+		t.Errorf("histogram count %v, watch reported %d statements with a response", got, len(answered))
 	}
 	if got := promScalar(t, base, "sum(gapscope_statements_seen_total)", at); got != float64(len(stmts)) {
 		t.Errorf("statements seen %v, watch reported %d", got, len(stmts))
 	}
-	joined := countJoined(stmts)
+	joined := countJoined(answered)
 	if got := promScalar(t, base, "sum(gapscope_statements_joined_total)", at); got != float64(joined) {
 		t.Errorf("joined %v, events %d", got, joined)
 	}
 	var want [5]float64
 	var clientSum float64
-	for _, s := range stmts {
+	for _, s := range answered {
 		clientSum += float64(s.ClientUS) / 1e6
 		if !s.Joined {
 			continue
@@ -549,6 +606,19 @@ func checkJaeger(t *testing.T, base string) {
 	}
 	if withParts == 0 {
 		t.Errorf("no statement span with its part children in %d traces", len(traces))
+	}
+	// A statement that waited for a row lock has a lock_wait span naming
+	// its blocker.
+	lockSpans := 0
+	for _, spans := range traces {
+		for _, s := range spans {
+			if s.OperationName == "lock_wait" && s.tag("gapscope.lock.kind") == "row" && s.tag("gapscope.lock.blocker.state") == "idle_in_transaction" {
+				lockSpans++
+			}
+		}
+	}
+	if lockSpans == 0 {
+		t.Errorf("no lock_wait span of an idle blocker's row lock in %d traces", len(traces))
 	}
 	// The application's trace: the traceparent in the statement's
 	// comment makes gapscope's span a child of the application's span.
