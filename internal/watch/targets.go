@@ -572,6 +572,11 @@ func (t *targets) threadsOf(ctx context.Context, db *sql.DB, conns []uint64) (ma
 // started it), within tol; -1 when none does. A row that ended before p's
 // request began (by more than endTol, the clock's error) is the statement
 // before it, however close its start: the client waited for its answer.
+// Of a pipeline (a driver that sends a batch's requests without waiting
+// for answers), every earlier statement started within that gap too: of
+// the rows that fit, the one that ended closest to p's last answer byte
+// is p's (the server ends a statement as it answers it; the one before p
+// ended a statement earlier).
 func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol int64) int {
 	return bestRowFrom(rows, "", p, off, tol, endTol)
 }
@@ -580,7 +585,7 @@ func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol 
 // copies nothing: a loaded host's read holds thousands of rows for
 // hundreds of targets.
 func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget, off, tol, endTol int64) int {
-	best, bestFit := -1, tol+1
+	best, bestKey := -1, int64(0)
 	for i := range rows {
 		r := &rows[i]
 		if source != "" && r.Source != source {
@@ -596,12 +601,21 @@ func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget
 		// From the first request byte: a long request is read while the
 		// statement's timer runs (the join's own rule).
 		fit := max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
-		if fit < bestFit {
-			best, bestFit = i, fit
+		if fit > tol {
+			continue
+		}
+		key := fit // a row read while running has no end yet
+		if r.EndUS != 0 {
+			key += abs(r.EndUS - off - (p.respLast - p.transitUS))
+		}
+		if best < 0 || key < bestKey {
+			best, bestKey = i, key
 		}
 	}
 	return best
 }
+
+func abs(v int64) int64 { return max(v, -v) }
 
 // lossLog remembers the spans (Unix µs) over which history_long lost rows
 // before watch read them.
