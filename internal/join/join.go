@@ -26,7 +26,6 @@ package join
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -773,6 +772,12 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
 		return 0, false
 	}
+	if r.StartUS != 0 && endBeforeAnswer(s, r.EndUS, j.clk.errUS+j.opts.SlackUS) {
+		// Ended before the server began to answer it: an earlier
+		// statement's row, never this one's, even at expiry: paired, its
+		// split would read the missing work as delivery, however short.
+		return 0, false
+	}
 	if pipelined(c.wires.at(i)) && r.StartUS < startFloor(c, i)-j.clk.tolUS {
 		// Started before the server answered the statement before it:
 		// that one's row, or an earlier one's, never this one's, even
@@ -858,7 +863,6 @@ func (j *Joiner) join(c *connState, i int, w wireItem) {
 	if !pipelined(&w) { // a pipelined window is no evidence of the clock (pipeline.go)
 		j.observe(c.rows.at(i), s)
 	}
-	timed := c.rows.at(i).timed
 	first := j.take(c, i)
 	start, end, waitPS := first.StartUS, first.EndUS, first.TimerWait
 	lockPS, examined, sent := first.LockTimePS, first.RowsExamined, first.RowsSent
@@ -915,13 +919,7 @@ func (j *Joiner) join(c *connState, i int, w wireItem) {
 		s.DB = first.Schema
 	}
 	j.stats.Joined++
-	switch {
-	case timed && endBeforeAnswer(s, end, calErr+j.opts.SlackUS):
-		s.Notes = append(s.Notes, fmt.Sprintf("join: the server's end lies %d us before its answer began: not this statement's end, or the clock is off by more than its %d us error",
-			answerOf(s)-max(s.TransitUS, 0)-end, calErr))
-		withholdSplit(s, event.UnexplainedDelivery)
-		j.stats.Withheld++
-	case unexplainedDelivery(s):
+	if unexplainedDelivery(s) {
 		withholdSplit(s, event.UnexplainedDelivery)
 		j.stats.Withheld++
 	}

@@ -21,11 +21,12 @@ type target struct {
 	reqFirst, reqLast   int64
 	respFirst, respLast int64
 	transitUS           int64 // capture point to server, one way (0 on the server's host)
+	several             bool  // the request may run several statements (join.MayRunSeveral)
 }
 
 func targetOf(s *event.Statement) target {
 	return target{conn: s.Conn, connID: s.ConnID, reqFirst: s.TReqFirst, reqLast: s.TReqLast,
-		respFirst: answerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS}
+		respFirst: answerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS, several: join.MayRunSeveral(s)}
 }
 
 // answerStart is when the server's answer began (its last byte when the
@@ -595,6 +596,13 @@ func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget
 			continue
 		}
 		if r.EndUS != 0 && r.EndUS-off < p.reqFirst-endTol {
+			continue
+		}
+		if r.EndUS != 0 && !p.several && r.EndUS-off < p.respFirst-p.transitUS-tol {
+			// Ended before the server began to answer p: an earlier
+			// statement's (a pipeline's), p's own not recorded yet. (A
+			// multi-statement request's first answer leaves with the
+			// next: its first row may end before.)
 			continue
 		}
 		start := r.StartUS - off

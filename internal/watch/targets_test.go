@@ -89,6 +89,15 @@ func TestBestRowOfAPipelinedOutlier(t *testing.T) {
 			if i < 0 || history[i].EventID != rows[k].EventID {
 				t.Fatalf("clock %+d us (%+d known): outlier %d got row %d, want its own", shift, off, k, i)
 			}
+			// Read before the server recorded its end: the rows before
+			// it ended before its answer began; none is taken for it
+			// (it is read again).
+			if k > 0 {
+				early := slices.Clone(history[:slices.IndexFunc(history, func(r collect.ServerStatement) bool { return r.EventID == rows[k].EventID })])
+				if i := bestRow(early, outliers[k], off, 2000, 100); i >= 0 {
+					t.Fatalf("clock %+d us: outlier %d read before its row ended got row %d of the statements before it", shift, k, early[i].EventID)
+				}
+			}
 		}
 	}
 }
