@@ -55,9 +55,9 @@ func (j *Joiner) keepAnswered(c *connState) {
 	j.answers[c.id] = c.last
 }
 
-// pipelined reports whether the i-th pending wire statement of c was at
-// the server before the server began answering the statement before it:
-// the server started it when it had finished that one.
+// pipelined reports whether w's request was at the server before the
+// server began answering the statement before it on its connection: the
+// server started it when it had finished that one.
 func pipelined(w *wireItem) bool {
 	d := max(w.s.TransitUS, 0)
 	return w.prev.first != 0 && max(w.s.TReqLast, w.s.TReqFirst)+d < w.prev.first-d
