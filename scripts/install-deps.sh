@@ -28,11 +28,22 @@ command -v adduser >/dev/null 2>&1 || need+=(adduser)
 # the race detector (make race) needs cgo, hence a C compiler
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
-if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+# pipelined batches from real drivers (internal/watch TestPipelinedBatchJoined):
+# MariaDB Connector/J run from source (a JDK), Node's mariadb package (npm)
+[ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "installing: ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections || true
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if [ ${#need[@]} -gt 0 ]; then
+	echo "installing: ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections || true
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if command -v npm >/dev/null 2>&1 && [ ! -f "$(npm root -g)/mariadb/package.json" ]; then
+	echo "installing: npm mariadb@3 (global)"
+	$sudo npm install -g --silent mariadb@3 >/dev/null
+fi

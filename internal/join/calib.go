@@ -167,10 +167,15 @@ func startWindow(s *event.Statement, answer int64) interval {
 func (iv interval) minus(raw int64) interval { return interval{lo: iv.lo - raw, hi: iv.hi - raw} }
 
 // plausible reports whether a row could be the record of the i-th pending
-// wire statement if the clock were off by up to SearchUS.
+// wire statement if the clock were off by up to SearchUS. A pipelined
+// statement never votes: its window is bounded by another statement's
+// answer, as long as the statement and touching its neighbours', so a
+// row paired one off votes for the origins next to the true one, and the
+// pairs of a pipeline alone taught the clock an origin half a statement
+// off (pipeline.go).
 func (j *Joiner) plausible(c *connState, i int, it *rowItem) bool {
 	s, r := c.wires.at(i).s, &it.r
-	return r.StartUS >= s.TReqFirst-j.opts.SearchUS && r.StartUS <= answerStart(c, i)+j.opts.SearchUS &&
+	return !pipelined(c.wires.at(i)) && r.StartUS >= s.TReqFirst-j.opts.SearchUS && r.StartUS <= answerStart(c, i)+j.opts.SearchUS &&
 		cmdCompatible(s.Cmd, r.EventName) && textCompatible(s.SQL, r.SQLText) && j.sameShape(s, it)
 }
 

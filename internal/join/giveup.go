@@ -76,7 +76,7 @@ func (j *Joiner) giveUpLost(cutoff int64) {
 			if c.wires.at(0).s.Outlier || end >= cutoff || j.rowWithin(c, end+j.clk.tolUS) {
 				break
 			}
-			j.unjoined(j.popWire(c), event.NoRow)
+			j.giveUpWire(c, event.NoRow)
 		}
 		j.release(c)
 	}
@@ -179,7 +179,7 @@ func (j *Joiner) expire(a ageRef) {
 			why = event.NoConn
 		}
 		for c.wires.len() > 0 && c.wires.front().seq <= a.seq {
-			j.unjoined(j.popWire(c), why)
+			j.giveUpWire(c, why)
 		}
 	}
 	if c.id != 0 {

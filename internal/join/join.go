@@ -140,6 +140,10 @@ type Stats struct {
 	// Withheld counts joins whose split the evidence could not explain
 	// (guard.go): matched, but emitted without the split.
 	Withheld int64
+	// WireSplit counts pipelined statements whose row no read returned,
+	// split from the wire alone (pipeline.go): not in Joined, which counts
+	// server rows.
+	WireSplit int64
 	// Evicted counts items given up before MaxWait because of MaxPending.
 	Evicted int64
 	// Expired counts items given up by Flush because their counterpart did
@@ -196,11 +200,17 @@ type Joiner struct {
 	// text gives the statements reported without a wire half their text
 	// (made at the first).
 	text *ServerText
+	// answers keeps the latest answer of the connections released while
+	// their next statement may still come (pipeline.go).
+	answers map[uint64]answerSpan
 }
 
 type wireItem struct {
 	s   *event.Statement
 	seq uint64
+	// prev is the connection's answer before s's (pipeline.go): the
+	// server started s after it began that one.
+	prev answerSpan
 }
 
 type rowItem struct {
@@ -244,6 +254,9 @@ type connState struct {
 	// answerMax is the latest first answer byte of any wire statement
 	// pushed (kept after pops: a bound only needs to be safe).
 	answerMax int64
+	// last is the newest wire statement's answer, the next one's prev
+	// (pipeline.go); kept across a release in Joiner.answers.
+	last answerSpan
 	// thread is the THREAD_ID whose rows it was given (0: none yet): a
 	// connection is served by one thread, so another ended thread's rows
 	// are not its.
@@ -473,6 +486,10 @@ func (j *Joiner) conn(id uint64) *connState {
 	}
 	c := j.newConn()
 	c.id = id
+	if last, ok := j.answers[id]; ok {
+		c.last = last
+		delete(j.answers, id)
+	}
 	j.conns[id] = c
 	return c
 }
@@ -506,6 +523,7 @@ func (j *Joiner) release(c *connState) {
 	if c.id != 0 {
 		if j.conns[c.id] == c {
 			delete(j.conns, c.id)
+			j.keepAnswered(c)
 		}
 	} else if j.orphans[c.addr] == c {
 		delete(j.orphans, c.addr)
@@ -530,13 +548,21 @@ const (
 
 func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
 	j.seq++
-	c.wires.push(wireItem{s: s, seq: j.seq})
+	c.wires.push(wireItem{s: s, seq: j.seq, prev: c.last})
 	c.lastReqFirst = max(c.lastReqFirst, s.TReqFirst)
 	if s.HasResponse() {
 		c.answerMax = max(c.answerMax, answerOf(s))
+		c.last = answeredOf(s)
 	}
 	j.held.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS})
 	j.held.pending++
+}
+
+// repushWire pushes a wire statement taken off a queue again, with the
+// answer that preceded it on its own connection.
+func (j *Joiner) repushWire(c *connState, w wireItem, nowUS int64) {
+	j.pushWire(c, w.s, nowUS)
+	c.wires.back().prev = w.prev
 }
 
 // inOrder reports whether r comes from the stream that returns each
@@ -593,7 +619,7 @@ func (j *Joiner) adopt(o *connState, id uint64) {
 		w := o.wires.pop()
 		w.s.ConnID = id
 		j.held.pending--
-		j.pushWire(c, w.s, j.held.ageOf(o))
+		j.repushWire(c, w, j.held.ageOf(o))
 	}
 	j.release(o)
 	j.settle(c, false)
@@ -636,13 +662,22 @@ func (j *Joiner) settle(c *connState, force bool) {
 			// statements its connection ran before it may still be on
 			// their way in history_long, so theirs wait.
 			j.held.pending--
-			j.join(c, i, c.wires.removeAt(k).s)
+			j.join(c, i, c.wires.take(k))
 			continue
 		}
+		// The statements before it: rows come in order, so theirs will
+		// not come from history_long. An outlier's may still come from a
+		// read of its thread (giveUpLost): it waits.
+		at := 0
 		for range k {
-			j.unjoined(j.popWire(c), event.NoRow)
+			if c.wires.at(at).s.Outlier {
+				at++
+				continue
+			}
+			j.giveUpWireAt(c, at, event.NoRow)
 		}
-		j.join(c, i, j.popWire(c))
+		j.held.pending--
+		j.join(c, i, c.wires.take(at))
 	}
 	j.dropDeadRows(c)
 	j.dropSupersededWires(c)
@@ -677,25 +712,55 @@ func (j *Joiner) latestAnswer(c *connState) int64 {
 	return c.answerMax + j.clk.tolUS
 }
 
-func (j *Joiner) popWire(c *connState) *event.Statement {
-	j.held.pending--
-	return c.wires.pop().s
-}
-
 // bestWire returns the index of the pending wire statement that r fits
 // best, and how far S and E would have to move to fit it (µs); ties go to
 // the oldest. -1 when no wire statement is compatible.
+//
+// In a pipeline, consecutive statements' windows touch: the k-th starts
+// when the (k-1)-th is answered, so a row that started there fits both
+// within the clock's error. Then the row's end decides: the server ended
+// the (k-1)-th as it answered it, the k-th a statement later. A clock off
+// by more than it claims can put the k-th row's start inside the (k-1)-th
+// window, and only its end, a statement past that answer, shows it: an
+// end further from an answer than the end tolerance counts against the
+// pairing as much as a start outside the window.
 func (j *Joiner) bestWire(c *connState, r *collect.ServerStatement) (best int, fit int64) {
 	best, fit = -1, noEnd
 	for i := 0; i < c.wires.len(); i++ {
 		if c.wires.at(i).s.TReqFirst-j.clk.tolUS > r.StartUS {
 			break // later statements start even later
 		}
-		if f, ok := j.wireFit(c, i, r); ok && f < fit {
+		f, ok := j.wireFit(c, i, r)
+		if !ok {
+			continue
+		}
+		if best >= 0 && pipelined(c.wires.at(i)) {
+			if f <= j.clk.fitTolUS && fit <= j.clk.fitTolUS {
+				if endGap(c, i, r) < endGap(c, best, r) { // the clock cannot tell them apart
+					best, fit = i, f
+				}
+			} else if f+j.endMisfit(c, i, r) < fit+j.endMisfit(c, best, r) {
+				best, fit = i, f
+			}
+			continue
+		}
+		if f < fit {
 			best, fit = i, f
 		}
 	}
 	return best, fit
+}
+
+// endGap is how far r's end lies from the i-th pending wire statement's
+// last answer byte.
+func endGap(c *connState, i int, r *collect.ServerStatement) int64 {
+	return abs(r.EndUS - windowEnd(c, i))
+}
+
+// endMisfit is how much further than the end tolerance r's end lies from
+// the i-th pending wire statement's last answer byte.
+func (j *Joiner) endMisfit(c *connState, i int, r *collect.ServerStatement) int64 {
+	return max(endGap(c, i, r)-j.clk.endTolUS, 0)
 }
 
 // wireFit reports whether r can be the i-th pending wire statement's row
@@ -707,14 +772,28 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
 		return 0, false
 	}
+	if r.StartUS != 0 && endBeforeAnswer(s, r.EndUS, j.clk.errUS+j.opts.SlackUS) {
+		// Ended before the server began to answer it: an earlier
+		// statement's row, never this one's, even at expiry: paired, its
+		// split would read the missing work as delivery, however short.
+		return 0, false
+	}
+	if pipelined(c.wires.at(i)) && r.StartUS < startFloor(c, i)-j.clk.tolUS {
+		// Started before the server answered the statement before it:
+		// that one's row, or an earlier one's, never this one's, even
+		// at expiry (pipeline.go).
+		return 0, false
+	}
 	// The server starts a statement once its request begins to arrive
 	// and before its first response byte: how far S lies outside that gap
 	// is the evidence. A request of one segment arrives at once; a long
 	// one (a 20 MB INSERT, a client that sends slowly) is read while
 	// performance_schema's timer already runs, measured at its first
-	// byte. E is no evidence: the server ends a statement after sending
-	// its answer, by up to milliseconds on a busy host.
-	return max(s.TReqFirst-r.StartUS, 0) + max(r.StartUS-answer, 0), true
+	// byte. A pipelined request waits at the server for the statements
+	// before it: its gap begins with the previous answer (startFloor).
+	// E is no evidence: the server ends a statement after sending its
+	// answer, by up to milliseconds on a busy host.
+	return max(startFloor(c, i)-r.StartUS, 0) + max(r.StartUS-answer, 0), true
 }
 
 // latestEnd bounds the end of the i-th pending wire statement's row. The
@@ -777,10 +856,13 @@ func nextAnswer(c *connState, i int) int64 {
 	return noEnd
 }
 
-// join matches the i-th buffered row with s, absorbs the further rows of a
-// multi-statement query, decomposes and emits s.
-func (j *Joiner) join(c *connState, i int, s *event.Statement) {
-	j.observe(c.rows.at(i), s)
+// join matches the i-th buffered row with w's statement, absorbs the
+// further rows of a multi-statement query, decomposes and emits it.
+func (j *Joiner) join(c *connState, i int, w wireItem) {
+	s := w.s
+	if !pipelined(&w) { // a pipelined window is no evidence of the clock (pipeline.go)
+		j.observe(c.rows.at(i), s)
+	}
 	first := j.take(c, i)
 	start, end, waitPS := first.StartUS, first.EndUS, first.TimerWait
 	lockPS, examined, sent := first.LockTimePS, first.RowsExamined, first.RowsSent
@@ -909,9 +991,18 @@ func (j *Joiner) dropDeadRows(c *connState) {
 // pending row started within their window (it may still match once the
 // next statement bounds its end): rows come in order, so no other will
 // arrive for them.
+// An outlier waits on for a read of its thread (giveUpLost).
 func (j *Joiner) dropSupersededWires(c *connState) {
-	for c.wires.len() > 0 && windowEnd(c, 0)+j.clk.tolUS < c.lastRowStart && !j.rowWithin(c, windowEnd(c, 0)+j.clk.tolUS) {
-		j.unjoined(j.popWire(c), event.NoRow)
+	for i := 0; i < c.wires.len(); {
+		end := windowEnd(c, i) + j.clk.tolUS
+		if end >= c.lastRowStart || j.rowWithin(c, end) {
+			return
+		}
+		if c.wires.at(i).s.Outlier {
+			i++
+			continue
+		}
+		j.giveUpWireAt(c, i, event.NoRow)
 	}
 }
 

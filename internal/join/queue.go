@@ -65,6 +65,15 @@ func (q *fifo[T]) removeAt(i int) T {
 	return v
 }
 
+// take removes the i-th element from the front: a pop for the front
+// (the usual case), removeAt otherwise.
+func (q *fifo[T]) take(i int) T {
+	if i == 0 {
+		return q.pop()
+	}
+	return q.removeAt(i)
+}
+
 // reset empties the queue, keeping its storage.
 func (q *fifo[T]) reset() {
 	clear(q.items)

@@ -35,7 +35,7 @@ func (j *Joiner) ResetSince(sinceUS, nowUS int64) {
 		} else {
 			c = j.orphan(clientAddr(it.s.Conn))
 		}
-		j.pushWire(c, it.s, nowUS)
+		j.repushWire(c, it, nowUS)
 	}
 }
 
@@ -73,5 +73,6 @@ func (j *Joiner) resetLocked() {
 	j.expireAnon(1<<62 - 1)
 	j.thr.reset()
 	clear(j.addrs.ids)
+	clear(j.answers) // connection ids start over
 	j.clk.reset()
 }

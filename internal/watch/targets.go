@@ -21,11 +21,12 @@ type target struct {
 	reqFirst, reqLast   int64
 	respFirst, respLast int64
 	transitUS           int64 // capture point to server, one way (0 on the server's host)
+	several             bool  // the request may run several statements (join.MayRunSeveral)
 }
 
 func targetOf(s *event.Statement) target {
 	return target{conn: s.Conn, connID: s.ConnID, reqFirst: s.TReqFirst, reqLast: s.TReqLast,
-		respFirst: answerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS}
+		respFirst: answerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS, several: join.MayRunSeveral(s)}
 }
 
 // answerStart is when the server's answer began (its last byte when the
@@ -581,6 +582,11 @@ func (t *targets) threadsOf(ctx context.Context, db *sql.DB, conns []uint64) (ma
 // started it), within tol; -1 when none does. A row that ended before p's
 // request began (by more than endTol, the clock's error) is the statement
 // before it, however close its start: the client waited for its answer.
+// Of a pipeline (a driver that sends a batch's requests without waiting
+// for answers), every earlier statement started within that gap too: of
+// the rows that fit, the one that ended closest to p's last answer byte
+// is p's (the server ends a statement as it answers it; the one before p
+// ended a statement earlier).
 func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol int64) int {
 	return bestRowFrom(rows, "", p, off, tol, endTol)
 }
@@ -589,7 +595,7 @@ func bestRow(rows []collect.ServerStatement, p *pendingTarget, off, tol, endTol 
 // copies nothing: a loaded host's read holds thousands of rows for
 // hundreds of targets.
 func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget, off, tol, endTol int64) int {
-	best, bestFit := -1, tol+1
+	best, bestKey := -1, int64(0)
 	for i := range rows {
 		r := &rows[i]
 		if source != "" && r.Source != source {
@@ -601,16 +607,32 @@ func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget
 		if r.EndUS != 0 && r.EndUS-off < p.reqFirst-endTol {
 			continue
 		}
+		if r.EndUS != 0 && !p.several && r.EndUS-off < p.respFirst-p.transitUS-tol {
+			// Ended before the server began to answer p: an earlier
+			// statement's (a pipeline's), p's own not recorded yet. (A
+			// multi-statement request's first answer leaves with the
+			// next: its first row may end before.)
+			continue
+		}
 		start := r.StartUS - off
 		// From the first request byte: a long request is read while the
 		// statement's timer runs (the join's own rule).
 		fit := max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
-		if fit < bestFit {
-			best, bestFit = i, fit
+		if fit > tol {
+			continue
+		}
+		key := fit // a row read while running has no end yet
+		if r.EndUS != 0 {
+			key += abs(r.EndUS - off - (p.respLast - p.transitUS))
+		}
+		if best < 0 || key < bestKey {
+			best, bestKey = i, key
 		}
 	}
 	return best
 }
+
+func abs(v int64) int64 { return max(v, -v) }
 
 // lossLog remembers the spans (Unix µs) over which history_long lost rows
 // before watch read them.

@@ -35,6 +35,9 @@ func TestBestRowPicksTheOutliersOwn(t *testing.T) {
 	ahead := slices.Clone(rows)
 	for i := range ahead {
 		ahead[i].StartUS += 30_000
+		if ahead[i].EndUS != 0 {
+			ahead[i].EndUS += 30_000
+		}
 	}
 	if i := bestRow(ahead, p, 30_000, 2000, 100); i != 1 {
 		t.Fatalf("bestRow with a 30 ms offset = %d, want 1", i)
@@ -47,6 +50,55 @@ func TestBestRowPicksTheOutliersOwn(t *testing.T) {
 	}
 	if i := bestRow(rows[:1], p, 0, 100, 100); i != -1 {
 		t.Errorf("a row 300 µs before the request fits within 100 µs: %d", i)
+	}
+}
+
+// A pipelined batch (Connector/J's useBatchMultiSend): 20 requests sent
+// at once, answered 20 ms apart. Every statement of the batch started
+// between an outlier's request and its answer, so the start alone does
+// not tell the outlier's row from those before it: the end does, the
+// server ending each statement as it answers it. Each outlier of the batch
+// gets its own row from its thread's 10-row history, the clock's offset
+// and error notwithstanding.
+func TestBestRowOfAPipelinedOutlier(t *testing.T) {
+	const n, exec = 20, 20_000
+	var rows []collect.ServerStatement
+	var outliers []*pendingTarget
+	start := int64(1_000_060)
+	for k := range n {
+		end := start + exec
+		rows = append(rows, collect.ServerStatement{ConnID: 5, ThreadID: 50, EventID: uint64(10*k + 1), StartUS: start, EndUS: end})
+		outliers = append(outliers, &pendingTarget{target: target{connID: 5, reqFirst: 1_000_000 + int64(4*k), reqLast: 1_000_000 + int64(4*k),
+			respFirst: end - 5, respLast: end - 5}})
+		start = end + 12
+	}
+	// shift: the server clock's offset from the capture's; off: what the
+	// join learnt of it (150 µs it did not see, either way).
+	for _, c := range []struct{ shift, off int64 }{{0, 0}, {30_000, 30_000}, {-150, 0}, {150, 0}} {
+		shift, off := c.shift, c.off
+		for k := range n {
+			history := slices.Clone(rows[max(0, k-9) : k+1]) // its thread's history when read
+			if k+1 < n {
+				history = append(history, rows[k+1]) // the next one, already ended
+			}
+			for i := range history {
+				history[i].StartUS += shift
+				history[i].EndUS += shift
+			}
+			i := bestRow(history, outliers[k], off, 2000, 100)
+			if i < 0 || history[i].EventID != rows[k].EventID {
+				t.Fatalf("clock %+d us (%+d known): outlier %d got row %d, want its own", shift, off, k, i)
+			}
+			// Read before the server recorded its end: the rows before
+			// it ended before its answer began; none is taken for it
+			// (it is read again).
+			if k > 0 {
+				early := slices.Clone(history[:slices.IndexFunc(history, func(r collect.ServerStatement) bool { return r.EventID == rows[k].EventID })])
+				if i := bestRow(early, outliers[k], off, 2000, 100); i >= 0 {
+					t.Fatalf("clock %+d us: outlier %d read before its row ended got row %d of the statements before it", shift, k, early[i].EventID)
+				}
+			}
+		}
 	}
 }
 
