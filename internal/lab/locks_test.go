@@ -66,7 +66,9 @@ func TestLocksLab(t *testing.T) {
 	}
 	checkVictim(t, r.Row, event.LockRow)
 	checkVictim(t, r.Short, event.LockRow)
-	if s := r.Short.Seen; s.LockWait != nil && s.BlockedBy != nil && s.BlockedBy.Source != event.LockSourceWire {
+	// Over before watch's lock-table read (500 ms): the wire's attribution.
+	// A busy host can stretch the wait past it; then a read may catch it.
+	if s := r.Short.Seen; r.Short.WaitUS < 450_000 && s.LockWait != nil && s.BlockedBy != nil && s.BlockedBy.Source != event.LockSourceWire {
 		t.Errorf("the sub-second wait was read from %s; the case is the one no read caught", s.BlockedBy.Source)
 	}
 	checkVictim(t, r.Alter, event.LockMetadata)

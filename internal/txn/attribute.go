@@ -185,9 +185,15 @@ type waiter struct {
 // others that also fit. A plain read takes no row locks: only a DDL's end
 // can have held it.
 func (l *Ledger) wireRelease(w waiter) (*release, int) {
+	if isDDL(w.digestText, w.sql) {
+		return l.ddlRelease(w), 0
+	}
 	tables := tablesOfStmt(w.digestText, w.sql)
 	plainRead := isPlainRead(w.digestText, w.sql)
-	slack := l.opts.SlackUS
+	// A woken waiter runs once the host gives it a core: on a busy host
+	// that takes longer than SlackUS, so the slack grows with the wait
+	// (a twentieth of it).
+	slack := max(l.opts.SlackUS, (w.to-w.from)/20)
 	if isDDL(w.digestText, w.sql) {
 		slack = max(slack, (w.to-w.from)/4)
 	}
@@ -231,6 +237,38 @@ func (l *Ledger) wireRelease(w waiter) (*release, int) {
 		}
 	}
 	return best, rivals
+}
+
+// ddlRelease finds what a DDL statement waited for: its exclusive
+// metadata lock waits for every transaction holding its table to end, and
+// then the DDL does its own work, as long as that takes, so its end says
+// nothing of when it got the lock. The last release, during the DDL, of a
+// transaction (or DDL) on another connection that began before it and
+// named its table, ended its wait.
+func (l *Ledger) ddlRelease(w waiter) *release {
+	tables := tablesOfStmt(w.digestText, w.sql)
+	if len(tables) == 0 {
+		return nil
+	}
+	var best *release
+	list := l.rel.live()
+	for i := len(list) - 1; i >= 0; i-- {
+		r := &list[i]
+		if r.respFirst < w.from {
+			break
+		}
+		at := r.releasedFrom()
+		if r.conn == w.conn || r.start >= w.from || at > w.to || at-w.from < l.opts.MinWaitUS {
+			continue
+		}
+		if rt := r.tablesNamed(); len(rt) == 0 || !overlap(tables, rt) {
+			continue
+		}
+		if best == nil || at > best.releasedFrom() {
+			best = r
+		}
+	}
+	return best
 }
 
 // releasedFrom is the earliest the locks can have gone: a transaction's
