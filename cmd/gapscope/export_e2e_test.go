@@ -56,7 +56,7 @@ func TestExportersEndToEnd(t *testing.T) {
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	events := filepath.Join(dir, "events.jsonl")
+	events, txns := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "txns.jsonl")
 	page := fmt.Sprintf("http://127.0.0.1:%d/", httpPort)
 	b := openBrowser(t, dir) // Chromium starts while watch does
 	var out string
@@ -67,7 +67,7 @@ func TestExportersEndToEnd(t *testing.T) {
 		defer close(done)
 		out, werr = runCmd(t, "watch", "--dsn", inst.DSN(""), "--duration", "10s", "--no-live", "--cpu-budget", "0",
 			"--http", fmt.Sprint(httpPort), "--http-linger", "3s", "--otlp-endpoint", jaeger.otlp,
-			"--trace-ratio", "0.05", "--trace-slow", "100ms", "--events", events, "--format", "json")
+			"--trace-ratio", "0.05", "--trace-slow", "100ms", "--events", events, "--txns", txns, "--format", "json")
 		ended = time.Now()
 	}()
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", httpPort))
@@ -92,6 +92,30 @@ func TestExportersEndToEnd(t *testing.T) {
 	t.Run("prometheus", func(t *testing.T) { checkPrometheus(t, prom, at, stmts) })
 	t.Run("dashboard queries", func(t *testing.T) { checkDashboard(t, prom, at) })
 	t.Run("jaeger", func(t *testing.T) { checkJaeger(t, jaeger.query) })
+	t.Run("transactions", func(t *testing.T) { checkTxns(t, txns) })
+}
+
+// checkTxns: the --txns file holds the load's transactions, the lock
+// pairs' blockers among them, idle in their application about 300 ms and
+// named as the blocker of the other connection's update.
+func checkTxns(t *testing.T, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blockers := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var x event.Transaction
+		if err := json.Unmarshal([]byte(line), &x); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if x.Blocked > 0 && x.MaxIdleUS >= 250_000 && x.EndKind == "commit" {
+			blockers++
+		}
+	}
+	if blockers == 0 {
+		t.Errorf("no transaction idle ~300 ms that blocked another connection in %s:\n%s", path, tailString(string(b), 2000))
+	}
 }
 
 func loadSchema(t *testing.T, inst *sandbox.Instance) *sql.DB {
