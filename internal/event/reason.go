@@ -365,11 +365,6 @@ func reasonsWhere(keep func(Reason) bool) []Reason {
 // rate of zero is a series.
 func UnjoinedReasons() []Reason { return reasonsWhere(Reason.ReadsUnjoined) }
 
-// UnmatchedRowReasons are the reasons a server row can go untaken.
-func UnmatchedRowReasons() []Reason {
-	return reasonsWhere(func(r Reason) bool { return r.Kind() == KindUnmatchedRow })
-}
-
 // ReasonCounts counts statements by reason, without hashing a string per
 // statement.
 type ReasonCounts [reasonCount]int64

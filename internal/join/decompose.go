@@ -6,13 +6,21 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// clamp records how far Decompose had to move the server's start and end
+// clamp records how far decompose had to move the server's start and end
 // to fit them inside the wire's view of the statement.
 type clamp struct {
 	startMovedUS, endMovedUS int64
 }
 
-// Decompose splits a wire statement's client-seen time into the five parts
+// ServerTailUS is how long the server usually keeps a statement open after
+// its last response byte left: it sends the final OK/EOF, then does its
+// bookkeeping, then records TIMER_END. Measured on MariaDB 10.11 over
+// loopback, server end minus the client's receipt of the answer: median
+// 5 µs, 1st percentile 28-136 µs, worst 1.6 ms on a busy 2-core box. An end
+// clamped by less than this is normal, not a calibration problem.
+const ServerTailUS = 200
+
+// decompose splits a wire statement's client-seen time into the five parts
 // (docs/decomposition.md), given the server's start S and end E of the same
 // statement in Unix microseconds and the one-way transit d between the
 // capture point and the server (s.TransitUS, 0 on the server's host):
@@ -28,23 +36,13 @@ type clamp struct {
 // statement is cut to half its time. It sets Joined and ServerUS (E − S
 // before clamping) and adds a note when S moved by more than 1 µs (the
 // timer rounding) or E by more than ServerTailUS.
-func Decompose(s *event.Statement, startUS, endUS int64) {
-	decompose(s, startUS, endUS, zeroWindows(s), 1, 1+ServerTailUS)
-}
-
-// ServerTailUS is how long the server usually keeps a statement open after
-// its last response byte left: it sends the final OK/EOF, then does its
-// bookkeeping, then records TIMER_END. Measured on MariaDB 10.11 over
-// loopback, server end minus the client's receipt of the answer: median
-// 5 µs, 1st percentile 28-136 µs, worst 1.6 ms on a busy 2-core box. An end
-// clamped by less than this is normal, not a calibration problem.
-const ServerTailUS = 200
-
-// decompose is Decompose with explicit zero-window spans and the clamp
-// distances above which a note is added: the calibration error for the
-// start, plus ServerTailUS for the end. Across a link (a transit), a queue
-// no longer than the calibration error cannot be told from a clock error:
-// it stays in request_us, so calibration error never reads as queue.
+//
+// spans are the client's zero-window spans (the statement's own,
+// s.ZeroWindows); a note is added when S moved by more than startNoteUS
+// (the calibration error) or E by more than endNoteUS (that plus
+// ServerTailUS). Across a link (a transit), a queue no longer than the
+// calibration error cannot be told from a clock error: it stays in
+// request_us, so calibration error never reads as queue.
 func decompose(s *event.Statement, startUS, endUS int64, spans []event.Span, startNoteUS, endNoteUS int64) clamp {
 	reqLast := max(s.TReqLast, s.TReqFirst)
 	last := reqLast

@@ -99,7 +99,7 @@ func TestDecomposeParts(t *testing.T) {
 func TestDecomposeUsesStatementSpans(t *testing.T) {
 	s := &event.Statement{TReqFirst: 0, TReqLast: 0, TRespLast: 1000,
 		ZeroWindows: []event.Span{{Start: 100, End: 700}}}
-	Decompose(s, 0, 800)
+	decompose(s, 0, 800, s.ZeroWindows, 1, 1+ServerTailUS)
 	if s.SendStallUS != 600 || s.ExecUS != 200 || s.DeliveryUS != 200 {
 		t.Fatalf("stall/exec/delivery = %d/%d/%d, want 600/200/200", s.SendStallUS, s.ExecUS, s.DeliveryUS)
 	}
@@ -175,7 +175,7 @@ func TestDecomposeAcrossALink(t *testing.T) {
 func TestDecomposeTransitLongerThanTheStatement(t *testing.T) {
 	s := linkStatement()
 	s.TransitUS = 8000 // more than half of the 10.21 ms: cut to half
-	Decompose(s, 6000, 6100)
+	decompose(s, 6000, 6100, s.ZeroWindows, 1, 1+ServerTailUS)
 	if s.RequestUS != 5105 || s.QueueUS != 0 || s.ExecUS != 0 || s.DeliveryUS != 5105 {
 		t.Errorf("request %d queue %d exec %d delivery %d", s.RequestUS, s.QueueUS, s.ExecUS, s.DeliveryUS)
 	}

@@ -132,7 +132,7 @@ type Stats struct {
 	// statement, never matched; the wire reported the stream as it began.
 	Streams int64
 	// UnmatchedByReason splits UnmatchedServer by why no wire statement
-	// took the row, by the reason's name (event.UnmatchedRowReasons).
+	// took the row, by the reason's name (the reasons of kind event.KindUnmatchedRow).
 	UnmatchedByReason map[string]int64
 	// NotOnWire counts server rows emitted as statements of their own
 	// because their client was not on the captured wire (a unix socket).
@@ -893,7 +893,7 @@ func (j *Joiner) join(c *connState, i int, w wireItem) {
 	}
 	s.Statements = parts
 	calErr := max(j.clk.errUS, 1)
-	cl := decompose(s, start, end, zeroWindows(s), calErr, calErr+ServerTailUS)
+	cl := decompose(s, start, end, s.ZeroWindows, calErr, calErr+ServerTailUS)
 	if abs(cl.startMovedUS) > calErr {
 		j.stats.ClampedStart++
 	}

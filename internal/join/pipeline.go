@@ -98,7 +98,7 @@ func (j *Joiner) splitFromWire(w *wireItem) bool {
 	if end <= start {
 		return false
 	}
-	decompose(s, start, end, zeroWindows(s), 1, 1)
+	decompose(s, start, end, s.ZeroWindows, 1, 1)
 	s.JoinSource = SourceWire
 	s.Notes = append(s.Notes, fmt.Sprintf("join: no server row (no read returned it); a pipelined statement: its request was at the server %d us before the previous answer began, so the server ran it from that answer's last byte to its own (from the wire)",
 		w.prev.first-d-(max(s.TReqLast, s.TReqFirst)+d)))

@@ -11,18 +11,13 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultWidth is the line width WriteProfileText fits the table to.
+// DefaultWidth is the line width tables are fitted to when none is known.
 const DefaultWidth = 120
 
-// WriteProfileText writes r as a fixed-width table for a terminal: the top
-// digests by total time (all when top <= 0), then, when some statements were
-// joined with the server, where their client time went.
-func WriteProfileText(w io.Writer, r *ProfileResult, top int) error {
-	return WriteProfileTextWidth(w, r, top, DefaultWidth)
-}
-
-// WriteProfileTextWidth is WriteProfileText for a given line width; digest
-// texts are cut to fit it.
+// WriteProfileTextWidth writes r as a table for a terminal of width
+// columns: the top digests by total time (all when top <= 0), then, when
+// some statements were joined with the server, where their client time
+// went. Digest texts are cut to fit the width.
 func WriteProfileTextWidth(w io.Writer, r *ProfileResult, top, width int) error {
 	bw := bufio.NewWriter(w)
 	rows := r.Digests

@@ -172,7 +172,3 @@ func (k *latencySketch) quantileBucket(q float64) int {
 	}
 	return sketchHigh + 1
 }
-
-// quantile returns the lower edge of the bucket holding the q-quantile
-// (under the floor: the edge of the bucket below the floor's).
-func (k *latencySketch) quantile(q float64) int64 { return bucketLow(k.quantileBucket(q)) }
