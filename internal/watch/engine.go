@@ -266,7 +266,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
 		rowLocks: e.rowLocks, ledger: ledger}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
-	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
+	e.poll.startRingPace(e.wire)
+	if e.sockets != nil && e.live != nil { // the server runs here and the wire is read
 		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
 	}
 	e.poll.setIdentity()

@@ -85,8 +85,10 @@ type poller struct {
 	cursor  *collect.StatementCursor // history_long, incremental
 	procs   collect.ProcesslistReader
 	targets *targets
-	// lastPollAt is when history_long was last read.
+	// lastPollAt is when history_long was last read; ring paces the
+	// reads by the ring's turnover (ringpace.go).
 	lastPollAt int64
+	ring       ringPace
 	learn      threadLearner
 	link       serverLink
 	// status is the last read of rateStatus, statusAt when it was read;
@@ -163,11 +165,18 @@ func (p *poller) run(ctx context.Context) {
 		case <-t.C:
 			p.pollHistory(ctx, &every, &lastSlow)
 			t.Reset(every)
+		case <-p.ring.wake:
+		}
+		if due, _ := p.ringDue(time.Now()); due { // the ring would turn over before the timer
+			p.act.mark(time.Now()) // the wire's statements filled it: not idle
+			p.pollHistory(ctx, &every, &lastSlow)
+			t.Reset(every)
 		}
 		p.wakes++
 		p.readTargets(ctx)
 		p.learnThreads(ctx)
 		p.scanRunning(ctx)
+		p.rearmRing()          // watch's own statements fill the ring too
 		p.ledger.Tick(nowUS()) // the ended transactions due are written, however quiet the wire
 	}
 }
@@ -203,6 +212,9 @@ func (p *poller) readHistory(ctx context.Context, every *time.Duration) {
 // read is due (false: nothing is).
 func (p *poller) nextWake(now time.Time) (time.Duration, bool) {
 	wait, ok := p.targets.wait(now)
+	if _, w := p.ringDue(now); w > 0 && (!ok || w < wait) {
+		wait, ok = w, true
+	}
 	if p.cursor != nil && p.targets.current && !p.targets.failed && p.act.active(now) {
 		every, _ := p.targets.scanPace(now)
 		w := max(p.targets.scannedAt.Add(every).Sub(now), 0)
@@ -396,6 +408,7 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 	p.cursor.ExceptConns(p.sample.skipped()) // nil when following all: none left out
 	from := p.lastPollAt
 	p.lastPollAt = nowUS()
+	p.noteRingRead()
 	got, lost, err := p.cursor.Poll(ctx, p.db, clock)
 	p.side.serverM.Lock()
 	p.side.server.Polls++

@@ -1,0 +1,112 @@
+package watch
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// The ring's pace. events_statements_history_long is a ring of the whole
+// server's last N statements (MariaDB's default: 1,000), so it turns over
+// in N / rate seconds whatever watch's timer says: ~1,500 statements a
+// second of connect-per-request clients turn the default ring over in
+// 0.67 s, less than the regular pace's second, and a burst that short was
+// read once, after it, its first quarter lost (docs/performance.md). The
+// rows entering the ring are what the wire sees (every client's
+// statements, a COM_QUIT included) and watch's own statements, both
+// counted as they happen: once they fill ringShare of the ring since the
+// last read began, the wire wakes the poller, which reads at once, or as
+// soon as the regular pace's floor (MinPollInterval) allows. A ring
+// turning over faster than that floor is read at the floor, as before:
+// reading it more often would cost the server and watch on every read
+// and still lose rows between two. Neither an idle server nor one read at
+// the floor is read more often than before; only the reads between come
+// sooner, when the ring would turn over before them.
+//
+// What the wire cannot count (a unix-socket client's statements) is read
+// at the regular pace, which halves while the ring fills (nextInterval).
+
+// ringShare is the share of the ring that may fill before a read: the
+// rest covers the capture's lag (the wire counts a statement up to 25 ms
+// after it ran, 100 ms at a light load) and the read's own delay.
+const ringShare = 0.5
+
+// ringPace is the poller's side of the ring's pace: the wire's count and
+// watch's own at the last read's start, and the mark at which the wire
+// wakes it (wireStage.ringMark).
+type ringPace struct {
+	// mark is the wire's statement count at which it wakes the poller
+	// (math.MaxInt64: not armed); wake is where it does.
+	mark *atomic.Int64
+	wake <-chan struct{}
+	// budget is ringShare of the ring, in rows (0: the pace is off: no
+	// wire, or a table that is not the server-wide ring).
+	budget int64
+	// taken0 and own0 are the wire's statements and watch's own when the
+	// last read began.
+	taken0, own0 int64
+}
+
+// startRingPace turns the ring's pace on for a poller that reads the
+// server-wide ring and sees the wire.
+func (p *poller) startRingPace(w *wireStage) {
+	if p.cursor == nil || p.noWire || p.cursor.Table() != "events_statements_history_long" {
+		return
+	}
+	ring := p.info.HistoryLongSize
+	if ring <= 0 {
+		ring = 1000
+	}
+	p.ring = ringPace{mark: &w.ringMark, wake: w.ringFill, budget: max(int64(float64(ring)*ringShare), 1)}
+	p.noteRingRead()
+}
+
+// noteRingRead records the counts as a read of history_long begins: the
+// rows that ended before are in it.
+func (p *poller) noteRingRead() {
+	if p.ring.budget == 0 {
+		return
+	}
+	p.ring.taken0, p.ring.own0 = p.wireTaken.Load(), p.own.sent.Load()
+	p.rearmRing()
+}
+
+// ringFill is how many rows entered the ring since the last read began.
+func (p *poller) ringFill() int64 {
+	return (p.wireTaken.Load() - p.ring.taken0) + (p.own.sent.Load() - p.ring.own0)
+}
+
+// rearmRing sets the wire's mark to the count at which the ring will have
+// filled its share, watch's own statements since the read counted. A ring
+// already due keeps the mark the wire cleared: the read arms it again, and
+// until then the wire does not wake the poller for every statement.
+func (p *poller) rearmRing() {
+	if p.ring.budget == 0 || p.ringFill() >= p.ring.budget {
+		return
+	}
+	own := p.own.sent.Load() - p.ring.own0
+	p.ring.mark.Store(p.ring.taken0 + p.ring.budget - own)
+}
+
+// ringDue says whether the ring filled its share since the last read and
+// the regular pace's floor has passed, so that history_long is read now;
+// when only the floor holds the read back, wait is how long.
+func (p *poller) ringDue(now time.Time) (due bool, wait time.Duration) {
+	if p.ring.budget == 0 || p.link.down || p.ringFill() < p.ring.budget {
+		return false, 0
+	}
+	next := time.UnixMicro(p.lastPollAt).Add(p.minPollEvery)
+	if now.Before(next) {
+		return false, next.Sub(now)
+	}
+	return true, 0
+}
+
+// noteRingTaken is the wire's side: called with the count after each
+// statement it takes, it wakes the poller once the count reaches the mark
+// (once: the poller arms it again).
+func (w *wireStage) noteRingTaken(n int64) {
+	if m := w.ringMark.Load(); n >= m && w.ringMark.CompareAndSwap(m, math.MaxInt64) {
+		signal(w.ringFill)
+	}
+}
