@@ -11,17 +11,23 @@ import (
 // in N / rate seconds whatever watch's timer says: ~1,500 statements a
 // second of connect-per-request clients turn the default ring over in
 // 0.67 s, less than the regular pace's second, and a burst that short was
-// read once, after it, its first quarter lost (docs/performance.md). The
+// read once, after it, its first fifth lost (docs/performance.md). The
 // rows entering the ring are what the wire sees (every client's
 // statements, a COM_QUIT included) and watch's own statements, both
 // counted as they happen: once they fill ringShare of the ring since the
-// last read began, the wire wakes the poller, which reads at once, or as
-// soon as the regular pace's floor (MinPollInterval) allows. A ring
-// turning over faster than that floor is read at the floor, as before:
-// reading it more often would cost the server and watch on every read
-// and still lose rows between two. Neither an idle server nor one read at
-// the floor is read more often than before; only the reads between come
-// sooner, when the ring would turn over before them.
+// last read began, the wire wakes the poller, which reads then, if
+//
+//   - the regular pace's floor (MinPollInterval) has passed since the
+//     last read, or
+//   - the share filled no faster than a read of the ring may come
+//     (ringScanRate: a read scans the whole ring on the server), so that
+//     reads that often keep the ring from turning over between them.
+//
+// A ring that fills its share faster than that is read at the floor, as
+// before: reading it more often would cost the server and watch on every
+// read and still lose rows between two. So an idle server is read as
+// before, and a saturated one too; only the reads between come sooner,
+// when the ring would turn over before them.
 //
 // What the wire cannot count (a unix-socket client's statements) is read
 // at the regular pace, which halves while the ring fills (nextInterval).
@@ -30,6 +36,12 @@ import (
 // rest covers the capture's lag (the wire counts a statement up to 25 ms
 // after it ran, 100 ms at a light load) and the read's own delay.
 const ringShare = 0.5
+
+// ringScanRate bounds how often the ring is read below the regular
+// floor: a read scans every row of the ring on the server, so at most
+// this many rows a second (the default 1,000-row ring every 50 ms; a ring
+// of 5,000 rows or more never below the default floor, 250 ms).
+const ringScanRate = 20_000
 
 // ringPace is the poller's side of the ring's pace: the wire's count and
 // watch's own at the last read's start, and the mark at which the wire
@@ -40,8 +52,10 @@ type ringPace struct {
 	mark *atomic.Int64
 	wake <-chan struct{}
 	// budget is ringShare of the ring, in rows (0: the pace is off: no
-	// wire, or a table that is not the server-wide ring).
-	budget int64
+	// wire, or a table that is not the server-wide ring); fastest is the
+	// shortest interval between reads (ringScanRate).
+	budget  int64
+	fastest time.Duration
 	// taken0 and own0 are the wire's statements and watch's own when the
 	// last read began.
 	taken0, own0 int64
@@ -57,7 +71,8 @@ func (p *poller) startRingPace(w *wireStage) {
 	if ring <= 0 {
 		ring = 1000
 	}
-	p.ring = ringPace{mark: &w.ringMark, wake: w.ringFill, budget: max(int64(float64(ring)*ringShare), 1)}
+	p.ring = ringPace{mark: &w.ringMark, wake: w.ringFill, budget: max(int64(float64(ring)*ringShare), 1),
+		fastest: time.Duration(ring) * time.Second / ringScanRate}
 	p.noteRingRead()
 }
 
@@ -88,18 +103,29 @@ func (p *poller) rearmRing() {
 	p.ring.mark.Store(p.ring.taken0 + p.ring.budget - own)
 }
 
-// ringDue says whether the ring filled its share since the last read and
-// the regular pace's floor has passed, so that history_long is read now;
-// when only the floor holds the read back, wait is how long.
+// ringDue says whether history_long is to be read now: the ring filled
+// its share since the last read, and either the regular floor has passed
+// or the share filled no faster than the ring may be read (a ring filling
+// faster turns over between any two reads: it is read at the floor). When
+// only the floor holds the read back, wait is how long.
 func (p *poller) ringDue(now time.Time) (due bool, wait time.Duration) {
-	if p.ring.budget == 0 || p.link.down || p.ringFill() < p.ring.budget {
+	if p.ring.budget == 0 || p.link.down {
 		return false, 0
 	}
-	next := time.UnixMicro(p.lastPollAt).Add(p.minPollEvery)
-	if now.Before(next) {
-		return false, next.Sub(now)
+	fill := p.ringFill()
+	if fill < p.ring.budget {
+		return false, 0
 	}
-	return true, 0
+	last := time.UnixMicro(p.lastPollAt)
+	elapsed := now.Sub(last)
+	if elapsed >= p.minPollEvery {
+		return true, 0
+	}
+	// How long the share took to fill at the rate since the last read.
+	if filled := time.Duration(float64(elapsed) * float64(p.ring.budget) / float64(fill)); filled >= p.ring.fastest {
+		return true, 0
+	}
+	return false, last.Add(p.minPollEvery).Sub(now)
 }
 
 // noteRingTaken is the wire's side: called with the count after each
