@@ -167,7 +167,7 @@ func (p *poller) run(ctx context.Context) {
 			t.Reset(every)
 		case <-p.ring.wake:
 		}
-		if due, _ := p.ringDue(time.Now()); due { // the ring would turn over before the timer
+		if p.ringDue(time.Now()) { // the ring would turn over before the timer
 			p.act.mark(time.Now()) // the wire's statements filled it: not idle
 			p.pollHistory(ctx, &every, &lastSlow)
 			t.Reset(every)
@@ -212,9 +212,6 @@ func (p *poller) readHistory(ctx context.Context, every *time.Duration) {
 // read is due (false: nothing is).
 func (p *poller) nextWake(now time.Time) (time.Duration, bool) {
 	wait, ok := p.targets.wait(now)
-	if _, w := p.ringDue(now); w > 0 && (!ok || w < wait) {
-		wait, ok = w, true
-	}
 	if p.cursor != nil && p.targets.current && !p.targets.failed && p.act.active(now) {
 		every, _ := p.targets.scanPace(now)
 		w := max(p.targets.scannedAt.Add(every).Sub(now), 0)

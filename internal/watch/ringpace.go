@@ -15,16 +15,19 @@ import (
 // rows entering the ring are what the wire sees (every client's
 // statements, a COM_QUIT included) and watch's own statements, both
 // counted as they happen: once they fill ringShare of the ring since the
-// last read began, the wire wakes the poller, which reads then, if
+// last read began, the wire wakes the poller, which reads then if
 //
 //   - the regular pace's floor (MinPollInterval) has passed since the
 //     last read, or
 //   - the share filled no faster than a read of the ring may come
-//     (ringScanRate: a read scans the whole ring on the server), so that
-//     reads that often keep the ring from turning over between them.
+//     (ringScanRate: a read scans the whole ring on the server), and no
+//     faster at the server's statement rate over the last status read
+//     (a second), so that reads that often keep the ring from turning
+//     over between them.
 //
-// A ring that fills its share faster than that is read at the floor, as
-// before: reading it more often would cost the server and watch on every
+// A ring that fills its share faster than that is left to the regular
+// pace, read at the floor as before (the second's rate keeps a saturated
+// server's dips from buying reads at the fast pace): reading it more often would cost the server and watch on every
 // read and still lose rows between two. So an idle server is read as
 // before, and a saturated one too; only the reads between come sooner,
 // when the ring would turn over before them.
@@ -105,27 +108,27 @@ func (p *poller) rearmRing() {
 
 // ringDue says whether history_long is to be read now: the ring filled
 // its share since the last read, and either the regular floor has passed
-// or the share filled no faster than the ring may be read (a ring filling
-// faster turns over between any two reads: it is read at the floor). When
-// only the floor holds the read back, wait is how long.
-func (p *poller) ringDue(now time.Time) (due bool, wait time.Duration) {
+// or the share filled no faster than the ring may be read. A ring filling
+// faster turns over between any two reads: it is left to the regular
+// pace, whose timer reads it as before (at the floor while it loses
+// rows), so a saturated server is read no more often than it was.
+func (p *poller) ringDue(now time.Time) bool {
 	if p.ring.budget == 0 || p.link.down {
-		return false, 0
+		return false
 	}
 	fill := p.ringFill()
 	if fill < p.ring.budget {
-		return false, 0
+		return false
 	}
-	last := time.UnixMicro(p.lastPollAt)
-	elapsed := now.Sub(last)
+	elapsed := now.Sub(time.UnixMicro(p.lastPollAt))
 	if elapsed >= p.minPollEvery {
-		return true, 0
+		return true
 	}
-	// How long the share took to fill at the rate since the last read.
-	if filled := time.Duration(float64(elapsed) * float64(p.ring.budget) / float64(fill)); filled >= p.ring.fastest {
-		return true, 0
-	}
-	return false, last.Add(p.minPollEvery).Sub(now)
+	// How long the share took to fill at the rate since the last read;
+	// the server's rate over the last status read must allow the fast
+	// pace too, so that a saturated server's dips do not buy it reads.
+	filled := time.Duration(float64(elapsed) * float64(p.ring.budget) / float64(fill))
+	return filled >= p.ring.fastest && p.queryRate*p.ring.fastest.Seconds() < float64(p.ring.budget)
 }
 
 // noteRingTaken is the wire's side: called with the count after each
