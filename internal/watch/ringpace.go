@@ -25,11 +25,13 @@ import (
 //     (a second), so that reads that often keep the ring from turning
 //     over between them.
 //
-// A ring that fills its share faster than that is left to the regular
-// pace, read at the floor as before (the second's rate keeps a saturated
-// server's dips from buying reads at the fast pace): reading it more often would cost the server and watch on every
-// read and still lose rows between two. So an idle server is read as
-// before, and a saturated one too; only the reads between come sooner,
+// A ring that fills its share faster than that turns over between any
+// two reads: it is left to the regular pace, read at the floor as before
+// (the second's rate keeps a saturated server's dips from buying reads at
+// the fast pace), since reading it more often would cost the server and
+// watch on every read and still lose rows between two. So an idle server
+// is read as before, and a saturated one too (the wire wakes the poller
+// once more per read, for nothing); only the reads between come sooner,
 // when the ring would turn over before them.
 //
 // What the wire cannot count (a unix-socket client's statements) is read
