@@ -11,7 +11,9 @@
 #
 # Usage: scripts/bench-watch-churn.sh
 # Environment: GAPSCOPE (binary; default: built from this tree), CONNS
-# (3000), WATCH_ARGS (e.g. "--cpu-budget 0" to join every connection).
+# (3000), WATCH_ARGS (e.g. "--cpu-budget 0" to join every connection),
+# RING (events_statements_history_long's rows: lab up's 10000 by default;
+# "default" for the server's own, 1,000 on MariaDB 10.11).
 # Needs root (capture) and python3-pymysql (make deps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,15 @@ WATCH_PID=
 trap bench_cleanup EXIT
 /usr/bin/python3 -c 'import pymysql' 2>/dev/null || die "python3-pymysql not found (make deps installs it)"
 
-bench_lab
+case "${RING:-}" in
+  "") bench_lab ;;
+  default) bench_lab --opt=--performance-schema=ON \
+      --opt=--performance-schema-consumer-events-statements-current=ON \
+      --opt=--performance-schema-consumer-events-statements-history=ON \
+      --opt=--performance-schema-consumer-events-statements-history-long=ON ;;
+  *) bench_lab --opt=--performance-schema-events-statements-history-long-size="$RING" ;;
+esac
+echo "history_long: $(mariadb -h 127.0.0.1 -P "$PORT" -u root -N -e "SELECT @@performance_schema_events_statements_history_long_size") rows"
 mariadb -h 127.0.0.1 -P "$PORT" -u root -e "CREATE DATABASE f; CREATE TABLE f.kv (id INT PRIMARY KEY, v INT); INSERT INTO f.kv VALUES (1,1),(2,2),(3,3)"
 cat >"$WORK/churn.py" <<'PY'
 import sys, threading, time
@@ -60,5 +70,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 c, o = d["coverage"], d["own"]
 print("seen %s, joined %s, unjoined %s" % (c.get("seen"), c.get("joined"), c.get("unjoined", {})))
+s = d.get("server_side", {})
+print("history_long reads %s, rows %s, ring lost %s, thread reads %s" % (s.get("polls"), s.get("rows"), s.get("ring_lost"), s.get("thread_reads")))
 print("watch CPU %.2f s; join sample steps %s" % (o["cpu_seconds"], [(s["sample"], round(100 * s["cpu_share"], 2)) for s in o.get("sample_steps", [])]))
 PY

@@ -8,7 +8,8 @@
 # context switches are read over WINDOW seconds of each, 5 s into it. A
 # rate of 0 is no load: within a minute of the last statement the server
 # counts as active and watch keeps its busy pace (docs/design.md). At the
-# end it prints the running scans made and skipped (the JSON report).
+# end it prints the running scans made and skipped, the history_long reads
+# and the statements seen and joined (the JSON report).
 #
 # Usage: scripts/bench-watch-light.sh [BINARY]
 # Environment: RATES ("25 250 0"), WINDOW (15), THREADS (8). Needs root
@@ -57,4 +58,6 @@ def find(o):
             f = find(v)
             if f: return f
 s = find(r) or {}
-print("running scans made %s, skipped %s" % (s.get("running_scans"), s.get("running_scans_skipped", 0)))' "$WORK/w.json"
+print("running scans made %s, skipped %s" % (s.get("running_scans"), s.get("running_scans_skipped", 0)))
+c = r.get("coverage", {})
+print("history_long reads %s (ring lost %s rows); statements seen %s, joined %s" % (s.get("polls"), s.get("ring_lost"), c.get("seen"), c.get("joined")))' "$WORK/w.json"

@@ -67,6 +67,7 @@ python3-mysqldb, libdbd-mysql-perl and mariadb-client
 	cmd.Flags().IntVar(&o.Churn, "churn", 300, "connections of the churn condition (connect, 3 point selects, close)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 3, "churn connections at a time")
 	cmd.Flags().Float64Var(&budget, "cpu-budget", 100*watch.DefaultOptions().CPUBudget, "watch's --cpu-budget (percent of the host's CPUs); a small one makes the budget cut the join sample early, as on a busy host")
+	cmd.Flags().BoolVar(&o.DefaultRing, "default-ring", false, "run the server with its default events_statements_history_long size (1,000 rows on MariaDB 10.11) instead of lab up's 10,000")
 	cmd.Flags().StringSliceVar(&o.Only, "only", nil, "run only these conditions (comma-separated; default all)")
 	return cmd
 }

@@ -52,6 +52,41 @@ func TestFieldLab(t *testing.T) {
 	t.Logf("field lab: %s", r.Elapsed.Round(time.Millisecond))
 }
 
+// TestFieldLabDefaultRing runs the churn on a server whose
+// events_statements_history_long has its default size (1,000 rows on
+// MariaDB 10.11), which the churn's ~1,500 statements a second turn over
+// in well under a second (TestFieldLab's server has lab up's 10,000),
+// after two conditions whose slow statements must join too. The churn's
+// judge is the same: >= 99.5% joined, every unjoined one with a true
+// reason.
+func TestFieldLabDefaultRing(t *testing.T) {
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	only := []string{"tls_pymysql", "call", "churn"}
+	r, rep, err := Field(ctx, FieldOptions{Options: Options{Progress: os.Stderr}, DefaultRing: true, Only: only})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Seen {
+		t.Log(s)
+	}
+	if len(rep.Missing) > 0 {
+		t.Errorf("clients not installed (scripts/install-deps.sh): %v", rep.Missing)
+	}
+	if len(rep.Conditions) != len(only) {
+		t.Fatalf("%d conditions reported, want %d (%v)", len(rep.Conditions), len(only), only)
+	}
+	for _, c := range rep.Conditions {
+		if !c.Holds {
+			t.Errorf("%s (%s) does not hold: %v", c.Name, c.Client, c.Problems)
+		}
+	}
+	if r.Watch.ServerSide.Polls == 0 {
+		t.Error("history_long never read")
+	}
+}
+
 // TestFieldParseCLI reads the mariadb CLI's -vvv output: the connection's
 // id from the first statement, the time of the last.
 func TestFieldParseCLI(t *testing.T) {

@@ -267,7 +267,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
 		rowLocks: e.rowLocks, ledger: ledger, wantCounter: wantCounter, locks: newLockReads(collect.DetectLockSources(ctx, db, caps.Server))}
 	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
-	if e.sockets != nil && e.live != nil {            // the server runs here and the wire is read
+	e.poll.startRingPace(e.wire)
+	if e.sockets != nil && e.live != nil { // the server runs here and the wire is read
 		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
 	}
 	e.poll.setIdentity()

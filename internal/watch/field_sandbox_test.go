@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -321,8 +322,72 @@ func TestSocketClientsReported(t *testing.T) {
 // named their connection, and every unjoined statement's reason is the
 // one the coverage counts.
 func TestConnectionChurnJoined(t *testing.T) {
-	inst, _, ctx := fieldServer(t, "CREATE DATABASE f", "CREATE TABLE f.kv (id INT PRIMARY KEY, v INT)", "INSERT INTO f.kv VALUES (1,1),(2,2),(3,3)")
-	const conns, each = 300, 3
+	inst, _, ctx := fieldServer(t, churnSetup...)
+	c := runChurn(t, ctx, inst, 300, 0)
+	// Three connections at a time run the same point select: their ended
+	// threads are told apart by the id offset of their range, by the
+	// connections the others took, and by their literals.
+	if c.fastJoined*1000 < c.fast*995 {
+		t.Errorf("joined %d of %d (%.1f%%), want at least 99.5%%", c.fastJoined, c.fast, 100*float64(c.fastJoined)/float64(c.fast))
+	}
+}
+
+// The same churn on a server whose events_statements_history_long has its
+// default size (MariaDB: 1,000 rows), which ~1,500 statements a second turn
+// over in well under a second: the poller reads the ring before it turns
+// over, so nearly every fast statement joins, and every slow one (a
+// request in thirty runs a 50 ms statement) does. Counted from the wire's
+// statements, whatever the host's speed.
+func TestConnectionChurnDefaultRing(t *testing.T) {
+	args := slices.DeleteFunc(slices.Clone(fieldArgs), func(a string) bool {
+		return strings.HasPrefix(a, "--performance-schema-events-statements-history-long-size=")
+	})
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: args})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	db, err := inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range churnSetup {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ring int
+	if err := db.QueryRowContext(ctx, "SELECT @@performance_schema_events_statements_history_long_size").Scan(&ring); err != nil {
+		t.Fatal(err)
+	}
+	c := runChurn(t, ctx, inst, 300, 30)
+	t.Logf("history_long: %d rows; ring lost %d rows in %d polls", ring, c.res.ServerSide.RingLost, c.res.ServerSide.Polls)
+	if c.fastJoined*100 < c.fast*99 {
+		t.Errorf("joined %d of %d fast statements (%.1f%%), want at least 99%%", c.fastJoined, c.fast, 100*float64(c.fastJoined)/float64(c.fast))
+	}
+	if c.slowJoined != c.slow {
+		t.Errorf("joined %d of %d slow statements, want all", c.slowJoined, c.slow)
+	}
+}
+
+var churnSetup = []string{"CREATE DATABASE f", "CREATE TABLE f.kv (id INT PRIMARY KEY, v INT)", "INSERT INTO f.kv VALUES (1,1),(2,2),(3,3)"}
+
+// churnOutcome is what watch reported of a churn (runChurn).
+type churnOutcome struct {
+	fast, fastJoined, slow, slowJoined int
+	res                                *Result
+}
+
+// runChurn runs conns connections of three point selects each, three at a
+// time, under watch at its default flags; one in slowEvery (0: none) runs a
+// fourth statement of 50 ms. It checks that watch reported every
+// statement, each unjoined one with the reason the coverage counts.
+func runChurn(t *testing.T, ctx context.Context, inst *sandbox.Instance, conns, slowEvery int) churnOutcome {
+	t.Helper()
+	const each = 3
+	slow := 0
+	if slowEvery > 0 {
+		slow = conns / slowEvery
+	}
 	got, res := collectStatements(t, ctx, inst, func() error {
 		var wg sync.WaitGroup
 		errs := make(chan error, 3)
@@ -330,15 +395,22 @@ func TestConnectionChurnJoined(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for range conns / 3 {
+				for i := range conns / 3 {
 					c, err := sql.Open("mysql", inst.DSN(""))
 					if err != nil {
 						errs <- err
 						return
 					}
+					qs := make([]string, 0, each+1)
 					for k := range each {
+						qs = append(qs, fmt.Sprintf("SELECT v FROM f.kv WHERE id = %d", 1+(w+k)%3))
+					}
+					if n := i*3 + w; slowEvery > 0 && n%slowEvery == 0 {
+						qs = append(qs, "SELECT v + SLEEP(0.05) FROM f.kv WHERE id = 1")
+					}
+					for _, q := range qs {
 						var v int
-						if err := c.QueryRowContext(ctx, fmt.Sprintf("SELECT v FROM f.kv WHERE id = %d", 1+(w+k)%3)).Scan(&v); err != nil {
+						if err := c.QueryRowContext(ctx, q).Scan(&v); err != nil {
 							c.Close()
 							errs <- err
 							return
@@ -352,29 +424,34 @@ func TestConnectionChurnJoined(t *testing.T) {
 		close(errs)
 		return <-errs
 	}, "f.kv")
-	joined := 0
+	out := churnOutcome{res: res}
 	byReason := map[string]int64{}
 	for _, s := range got {
+		isSlow := strings.Contains(strings.ToUpper(s.SQL+s.DigestText), "SLEEP")
+		if isSlow {
+			out.slow++
+		} else {
+			out.fast++
+		}
 		if s.Joined {
-			joined++
+			if isSlow {
+				out.slowJoined++
+			} else {
+				out.fastJoined++
+			}
 			continue
 		}
 		byReason[s.Why.String()]++
 	}
-	t.Logf("%d of %d statements joined; unjoined by reason %v; coverage %v, server background %d; join %+v; watch's CPU %.2f s, %d thread reads",
-		joined, len(got), byReason, res.Coverage.Unjoined, res.Coverage.ServerBackground, res.Join, res.Own.CPUSeconds, res.ServerSide.ThreadReads)
-	if len(got) != conns*each {
-		t.Fatalf("%d point selects reported, want %d", len(got), conns*each)
-	}
-	// Three connections at a time run the same point select: their ended
-	// threads are told apart by the id offset of their range, by the
-	// connections the others took, and by their literals.
-	if joined*1000 < len(got)*995 {
-		t.Errorf("joined %d of %d (%.1f%%), want at least 99.5%%", joined, len(got), 100*float64(joined)/float64(len(got)))
+	t.Logf("%d of %d fast and %d of %d slow statements joined; unjoined by reason %v; coverage %v, server background %d; join %+v; watch's CPU %.2f s, %d polls, %d thread reads",
+		out.fastJoined, out.fast, out.slowJoined, out.slow, byReason, res.Coverage.Unjoined, res.Coverage.ServerBackground, res.Join, res.Own.CPUSeconds, res.ServerSide.Polls, res.ServerSide.ThreadReads)
+	if out.fast != conns*each || out.slow != slow {
+		t.Fatalf("%d point selects and %d slow statements reported, want %d and %d", out.fast, out.slow, conns*each, slow)
 	}
 	for r, n := range byReason {
 		if res.Coverage.Unjoined[r] < n {
 			t.Errorf("reason %s: %d events, the coverage counts %d", r, n, res.Coverage.Unjoined[r])
 		}
 	}
+	return out
 }

@@ -88,8 +88,10 @@ type poller struct {
 	cursor  *collect.StatementCursor // history_long, incremental
 	procs   collect.ProcesslistReader
 	targets *targets
-	// lastPollAt is when history_long was last read.
+	// lastPollAt is when history_long was last read; ring paces the
+	// reads by the ring's turnover (ringpace.go).
 	lastPollAt int64
+	ring       ringPace
 	learn      threadLearner
 	link       serverLink
 	// status is the last read of rateStatus, statusAt when it was read;
@@ -167,11 +169,18 @@ func (p *poller) run(ctx context.Context) {
 		case <-t.C:
 			p.pollHistory(ctx, &every, &lastSlow)
 			t.Reset(every)
+		case <-p.ring.wake:
+		}
+		if p.ringDue(time.Now()) { // the ring would turn over before the timer
+			p.act.mark(time.Now()) // the wire's statements filled it: not idle
+			p.pollHistory(ctx, &every, &lastSlow)
+			t.Reset(every)
 		}
 		p.wakes++
 		p.readTargets(ctx)
 		p.learnThreads(ctx)
 		p.scanRunning(ctx)
+		p.rearmRing()          // watch's own statements fill the ring too
 		p.ledger.Tick(nowUS()) // the ended transactions due are written, however quiet the wire
 	}
 }
@@ -400,6 +409,7 @@ func (p *poller) pollStatements(ctx context.Context) (rows int, lost int64) {
 	p.cursor.ExceptConns(p.sample.skipped()) // nil when following all: none left out
 	from := p.lastPollAt
 	p.lastPollAt = nowUS()
+	p.noteRingRead()
 	got, lost, err := p.cursor.Poll(ctx, p.db, clock)
 	p.side.serverM.Lock()
 	p.side.server.Polls++

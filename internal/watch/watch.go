@@ -90,7 +90,8 @@ type Options struct {
 	PollInterval time.Duration
 	// MinPollInterval bounds how fast polling may go when the ring fills
 	// (default 250 ms: every read scans the ring on the server and costs
-	// its throughput; see docs/performance.md).
+	// its throughput; see docs/performance.md). A small ring is
+	// read sooner when that keeps it from turning over (ringpace.go).
 	MinPollInterval time.Duration
 	// MaxWait is how long a statement waits for its other half (default 5 s).
 	MaxWait time.Duration

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"math"
 	"sync/atomic"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -36,6 +37,10 @@ type wireStage struct {
 	work     chan struct{}         // wakes the loop when out was empty
 	slow     chan target           // each outlier's identity, to the poller
 	newConns chan struct{}         // a connection was seen first, to the poller
+	// ringFill wakes the poller once taken reaches ringMark: the server's
+	// statement ring has filled its share since the last read (ringpace.go).
+	ringFill chan struct{}
+	ringMark atomic.Int64
 
 	queueDrops atomic.Int64 // statements out had no room for
 	connsSeen  atomic.Int64 // connections seen for the first time (the poller compares the server's count)
@@ -57,8 +62,11 @@ type wireStage struct {
 const maxKnownConns = 100_000
 
 func newWireStage(own *ownAddrs, queueLen int, toPoller bool, ledger *txn.Ledger) *wireStage {
-	return &wireStage{own: own, toPoller: toPoller, ledger: ledger, rule: newOutlierRule(), known: map[uint64]struct{}{},
-		out: make(chan *event.Statement, queueLen), slow: make(chan target, slowQueue), newConns: make(chan struct{}, 1)}
+	w := &wireStage{own: own, toPoller: toPoller, ledger: ledger, rule: newOutlierRule(), known: map[uint64]struct{}{},
+		out: make(chan *event.Statement, queueLen), slow: make(chan target, slowQueue), newConns: make(chan struct{}, 1),
+		ringFill: make(chan struct{}, 1)}
+	w.ringMark.Store(math.MaxInt64) // armed by the poller's first read
+	return w
 }
 
 // take is the capture's callback: one statement, on the capture's
@@ -69,7 +77,7 @@ func (w *wireStage) take(s *event.Statement) {
 		s.Release()
 		return
 	}
-	w.taken.Add(1)
+	w.noteRingTaken(w.taken.Add(1))
 	w.ledger.Wire(s)
 	if s.ConnID != 0 && w.toPoller {
 		w.noteConn(s.ConnID)
