@@ -425,6 +425,13 @@ func (l *Ledger) emit(done []*event.Transaction) {
 // is let go, from the goroutine that feeds the ledger then (Wire, Tick,
 // Close). Nothing is held when hold is false.
 func (l *Ledger) Finished(s *event.Statement, hold bool, then func(*event.Statement)) {
+	if s.TxnSeq == 0 && s.LockWait == nil && !l.mightWait(s) && !isDDL(s.DigestText, s.SQL) {
+		// Outside a transaction, too short (or of a kind) to have waited,
+		// no DDL whose connection a waiter may need named: nothing to do
+		// (most statements of most applications), without the lock.
+		then(s)
+		return
+	}
 	l.mu.Lock()
 	if s.ConnID != 0 && s.Conn != "" {
 		l.learn(s.Conn, s.ConnID) // the join names connections whose handshake the capture missed
