@@ -56,7 +56,7 @@ tidy-check:
 # RACE_PKGS are the packages built on goroutines: the live engine, the
 # join and capture it feeds from, the report it renders while running, the
 # slow-log reader's parser goroutine, and the sinks when they exist.
-RACE_PKGS := $(foreach p,watch join capture report collect/slowlog export web,$(if $(wildcard internal/$(p)/*.go),./internal/$(p)))
+RACE_PKGS := $(foreach p,watch join txn capture report collect/slowlog export web,$(if $(wildcard internal/$(p)/*.go),./internal/$(p)))
 
 # race runs their short tests under the race detector (it needs cgo: gcc).
 race:

@@ -2,6 +2,8 @@ package txn
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gapscope/gapscope/internal/event"
@@ -297,5 +299,53 @@ func TestHeldForTheCounter(t *testing.T) {
 	l2.Tick(victim.TRespLast + 1_501*ms)
 	if len(out) != 2 || victim.LockWait != nil {
 		t.Fatalf("delivered %d, wait %+v: unknown counters must not attribute", len(out), victim.LockWait)
+	}
+}
+
+// The ledger is fed from several goroutines at once in watch: the wire's
+// (Wire), the join's (Finished) and the poller's (Tick, Observe). Run
+// under the race detector (make race).
+func TestLedgerConcurrentFeeds(t *testing.T) {
+	var emitted atomic.Int64
+	l := New(Options{Emit: func(*event.Transaction) { emitted.Add(1) }, RowLockWaits: func(int64, int64) (int64, bool) { return 1, true }})
+	const conns, txns = 8, 200
+	stmts := make(chan *event.Statement, 1024)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the wire
+		defer wg.Done()
+		defer close(stmts)
+		for i := range txns {
+			for c := range conns {
+				conn := fmt.Sprintf("10.0.0.%d:5000>10.0.0.9:3306", c)
+				t0 := int64(i*10+c) * ms
+				info := event.TxnInfo{TxnSeq: uint32(i + 1), TxnStartUS: t0}
+				for _, s := range []*event.Statement{
+					joined(stmt(conn, uint64(c+1), "begin", t0, t0+100, info)),
+					joined(stmt(conn, uint64(c+1), "update t set v = ? where id = ?", t0+200, t0+7*ms, info)),
+					joined(stmt(conn, uint64(c+1), "commit", t0+8*ms, t0+8*ms+100, event.TxnInfo{TxnSeq: uint32(i + 1), TxnStartUS: t0, TxnEnd: event.TxnEndCommit})),
+				} {
+					l.Wire(s)
+					stmts <- s
+				}
+			}
+		}
+	}()
+	wg.Add(1)
+	go func() { // the poller
+		defer wg.Done()
+		for i := range 200 {
+			l.Tick(int64(i) * 10 * ms)
+			l.Observe(int64(i)*10*ms, []Seen{{WaiterID: uint64(i%conns + 1), BlockerID: uint64((i+1)%conns + 1), Kind: event.LockRow, Source: "test"}})
+		}
+	}()
+	var delivered atomic.Int64
+	for s := range stmts { // the join
+		l.Finished(s, true, func(*event.Statement) { delivered.Add(1) })
+	}
+	wg.Wait()
+	l.Close()
+	if delivered.Load() != conns*txns*3 || emitted.Load() != conns*txns {
+		t.Errorf("delivered %d statements and %d transactions, want %d and %d", delivered.Load(), emitted.Load(), conns*txns*3, conns*txns)
 	}
 }
