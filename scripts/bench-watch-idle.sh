@@ -46,7 +46,8 @@ sql() { mariadb -S "$D/s.sock" -u root -N -e "$1"; }
 one() {
   D=$(mktemp -d "$WORK/run.XXXXXX")
   chmod 777 "$D"
-  local port=$((20000 + RANDOM % 20000))
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   mariadb-install-db --no-defaults --datadir="$D/data" --user=root --auth-root-authentication-method=normal \
     --skip-test-db >/dev/null 2>&1
   mariadbd --no-defaults --datadir="$D/data" --socket="$D/s.sock" --port="$port" --bind-address=127.0.0.1 \
@@ -55,7 +56,8 @@ one() {
     --performance-schema-consumer-events-statements-history=ON \
     --performance-schema-consumer-events-statements-history-long=ON 2>/dev/null &
   SPID=$!
-  for _ in $(seq 100); do sql 'DO 1' 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 300); do sql 'DO 1' 2>/dev/null && break; sleep 0.1; done
+  sql 'DO 1' || { tail -5 "$D/err.log" >&2; exit 1; }
   printf '[client]\nhost = 127.0.0.1\nport = %s\nuser = root\n' "$port" >"$D/my.cnf"
   chmod 644 "$D/my.cnf"
   # The server's statement timer at watch's start, to place the window.
