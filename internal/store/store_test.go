@@ -397,3 +397,41 @@ func TestOpenNotAStoreSaysSo(t *testing.T) {
 		t.Error("Open changed a file that is not a store")
 	}
 }
+
+// TestWriterSleepsWithNothingQueued: the writer's timer is set by the first
+// row queued and gone once it committed them, so that an idle watch's store
+// wakes nothing (a ticker every FlushEvery was five wakes a second).
+func TestWriterSleepsWithNothingQueued(t *testing.T) {
+	s := openTemp(t)
+	flushed := make(chan int, 10)
+	w := s.NewWriter(1, WriterOptions{BatchRows: 1000, FlushEvery: 20 * time.Millisecond, OnFlush: func(n int, err error) { flushed <- n }})
+	defer w.Close()
+	armed := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.timer != nil
+	}
+	if armed() {
+		t.Fatal("a new writer set its timer with nothing queued")
+	}
+	for round := range 2 {
+		st := statement(round)
+		if err := w.Add(&st); err != nil {
+			t.Fatal(err)
+		}
+		if !armed() {
+			t.Fatalf("round %d: a row queued and no timer to commit it", round)
+		}
+		select {
+		case n := <-flushed:
+			if n != 1 {
+				t.Errorf("round %d: the timer committed %d rows, want 1", round, n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the timer never committed the row", round)
+		}
+		if armed() {
+			t.Errorf("round %d: the timer set again with nothing queued", round)
+		}
+	}
+}

@@ -44,7 +44,10 @@ type WriterOptions struct {
 const DefaultSlowUS = 100_000
 
 // Writer batches rows of one run into transactions: a commit every
-// BatchRows rows or FlushEvery, whichever comes first. Safe for concurrent
+// BatchRows rows or FlushEvery after the first row queued, whichever comes
+// first. Nothing queued, nothing wakes it: a timer that ticked every
+// FlushEvery whatever it had was five wakes a second of an idle watch
+// (docs/performance.md). Safe for concurrent
 // use. After a failed commit (a full disk) it queues nothing more, so that
 // a long run does not hold every later row in memory, and returns the
 // error from every later call; Dropped counts the rows refused.
@@ -61,8 +64,9 @@ type Writer struct {
 	err   error
 	// dropped counts rows refused after a failed commit.
 	dropped int64
-	stop    chan struct{}
-	done    chan struct{}
+	// timer commits what was queued FlushEvery after its first row; nil
+	// while nothing waits for it.
+	timer   *time.Timer
 	minutes minutes
 	ordinal int64 // ordinary statements seen, for SampleEvery
 	closing bool  // the last flush: every pending minute is written
@@ -92,10 +96,8 @@ func (s *Store) NewWriter(run int64, opts WriterOptions) *Writer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	w := &Writer{s: s, run: run, opts: opts, stmts: make([]event.Statement, 0, opts.BatchRows),
-		stop: make(chan struct{}), done: make(chan struct{}), limits: limiter{s: s, lim: opts.Limits}}
-	go w.ticker()
-	return w
+	return &Writer{s: s, run: run, opts: opts, stmts: make([]event.Statement, 0, opts.BatchRows),
+		limits: limiter{s: s, lim: opts.Limits}}
 }
 
 // Add counts a statement in its digest's minute and queues its row when
@@ -108,7 +110,7 @@ func (w *Writer) Add(st *event.Statement) error {
 		return w.err
 	}
 	kept := w.keep(st)
-	w.minutes.add(st, kept)
+	w.minutes.add(st, kept) // a minute it completes is written at the next commit
 	if kept {
 		w.stmts = append(w.stmts, *st)
 	}
@@ -189,11 +191,36 @@ func (w *Writer) Dropped() int64 {
 
 func (w *Writer) pending() int { return len(w.stmts) + len(w.samps) + len(w.finds) + len(w.txns) }
 
+// maybeFlushLocked commits once BatchRows rows are pending, and otherwise
+// sees that the timer will.
 func (w *Writer) maybeFlushLocked() error {
-	if w.err != nil || w.pending() < w.opts.BatchRows {
+	if w.err != nil {
 		return w.err
 	}
+	if w.pending() < w.opts.BatchRows {
+		w.armLocked()
+		return nil
+	}
 	return w.flushLocked()
+}
+
+// armLocked sets the timer that commits what was queued, unless it is set
+// or the writer is closing.
+func (w *Writer) armLocked() {
+	if w.timer == nil && !w.closing {
+		w.timer = time.AfterFunc(w.opts.FlushEvery, w.timed)
+	}
+}
+
+// timed is the timer's commit. The error sticks and surfaces on the next
+// call.
+func (w *Writer) timed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = nil
+	if !w.closing {
+		_ = w.flushLocked()
+	}
 }
 
 // Flush commits every pending row now.
@@ -204,32 +231,17 @@ func (w *Writer) Flush() error {
 }
 
 // Close stops the timer and commits what is pending, every pending
-// minute included.
+// minute included. A timer that fired meanwhile finds the writer closing
+// and leaves it be.
 func (w *Writer) Close() error {
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
-	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closing = true
-	return w.flushLocked()
-}
-
-func (w *Writer) ticker() {
-	defer close(w.done)
-	t := time.NewTicker(w.opts.FlushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-			_ = w.Flush() // the error sticks and surfaces on the next call
-		}
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
 	}
+	return w.flushLocked()
 }
 
 func (w *Writer) flushLocked() error {

@@ -19,9 +19,15 @@ import (
 // history_long; and, for the clients the wire cannot see (unix sockets,
 // another port), the server's Questions and Connections counters grown
 // beyond the statements and connections watch itself sent and opened
-// (ownAddrs counts them), read with the status once a second. A statement
-// counts from its start, so a unix-socket client's statement running at a
-// status read is read running, and its thread while it lives. What this
+// (ownAddrs counts them), read with the status once a second. Watch's own
+// statements run on other goroutines too (the clock's recalibration, once
+// a minute), and the server counts a statement when it takes it, watch
+// when it is answered: the counters are judged against all that watch
+// began, so that one under way is never taken for someone else's, and
+// from the last read that ran alone (quietAround), the only kind whose
+// counts match watch's exactly. A statement counts from its start, so a
+// unix-socket client's statement running at a status read is read
+// running, and its thread while it lives. What this
 // costs: the first client after a quiet minute whose statements start and
 // end between two status reads, on a connection that closes before the
 // next, has its statements read from history_long without its thread (the
@@ -31,7 +37,8 @@ import (
 // Its state belongs to the poller's goroutine.
 type activity struct {
 	until time.Time // active until then
-	// The counters at the last status read, and watch's own then.
+	// The counters at the last status read that ran alone, and watch's
+	// own then.
 	known              bool
 	queriesAt, connsAt int64
 	sentAt, dialsAt    int64
@@ -64,11 +71,16 @@ func (a *activity) noteWire(now time.Time, taken int64) {
 }
 
 // noteStatus marks activity when the server counted statements or
-// connections beyond watch's own (sent, dials) since the last read, and
-// reports whether connections were (a client the wire may not see: its
-// thread is worth reading while it lives). A status without the counters
-// counts as activity: unknown is not idle.
-func (a *activity) noteStatus(now time.Time, status map[string]string, sent, dials int64) (conns bool) {
+// connections beyond watch's own (own: its counts after the read) since
+// the last read that ran alone, and reports whether connections were (a
+// client the wire may not see: its thread is worth reading while it
+// lives). Watch's own are all it began, those under way included: the
+// server may have counted them. A read that ran alone (nothing else of
+// watch's under way around it, quietAround) is the base of the next
+// verdicts; one that did not is judged against the older base, so a client
+// beside it is seen then or at the next read alone. A status without the
+// counters counts as activity: unknown is not idle.
+func (a *activity) noteStatus(now time.Time, status map[string]string, own ownCounts, alone bool) (conns bool) {
 	// Questions, not Queries: MariaDB's Queries counts a prepared
 	// statement's prepare and close too, which watch's count does not.
 	q, okQ := statusInt(status, "Questions", "Queries")
@@ -79,13 +91,15 @@ func (a *activity) noteStatus(now time.Time, status map[string]string, sent, dia
 		return false
 	}
 	if a.known {
-		conns = c-a.connsAt > dials-a.dialsAt
-		if conns || q-a.queriesAt > sent-a.sentAt {
+		conns = c-a.connsAt > own.dialsBegun-a.dialsAt
+		if conns || q-a.queriesAt > own.begun-a.sentAt {
 			a.mark(now)
 		}
 	}
-	a.known = true
-	a.queriesAt, a.connsAt, a.sentAt, a.dialsAt = q, c, sent, dials
+	if alone {
+		a.known = true
+		a.queriesAt, a.connsAt, a.sentAt, a.dialsAt = q, c, own.sent, own.dials
+	}
 	return conns
 }
 

@@ -412,8 +412,10 @@ func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 func (e *engine) loop(ctx context.Context) {
 	flush := time.NewTimer(joinEvery)
 	defer flush.Stop()
-	var draw <-chan time.Time // no live view: no wake-up for it
-	if e.opts.Live != nil || len(e.opts.Sinks) > 0 {
+	// No live view and no sink that takes snapshots (the store and the
+	// events file take statements only): no wake-up for them.
+	var draw <-chan time.Time
+	if e.opts.Live != nil || takesSnapshots(e.opts.Sinks) {
 		live := time.NewTicker(e.opts.LiveEvery)
 		defer live.Stop()
 		draw = live.C

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/sandbox"
 )
@@ -135,4 +136,76 @@ func TestIdleWatchWakesForASocketClient(t *testing.T) {
 			res.ServerSide.RunningScans, bound, active, (startActiveFor + idleSpan + busySpan).Seconds())
 	}
 	t.Logf("running scans %d, history polls %d", res.ServerSide.RunningScans, res.ServerSide.Polls)
+}
+
+// TestOwnRecalibrationIsNotActivity: the clock's recalibration runs its
+// marker statements through watch's pool on a goroutine of its own, once
+// a minute. The server counts a statement when it takes it and watch when
+// it is answered, so a status read made meanwhile saw one of watch's own
+// as someone else's and kept the poller at its busy pace for a minute,
+// until the next recalibration (before: 107 of 400 reads judged active
+// with the recalibration running back to back). Here it runs back to back
+// beside the status reads of an otherwise idle server: no read may be
+// judged active, and a client's statement between reads still is.
+func TestOwnRecalibrationIsNotActivity(t *testing.T) {
+	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: serverArgs})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	own := newOwnAddrs()
+	db, _, err := openServer(ctx, Options{DSN: inst.DSN(""), Iface: "lo"}, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	clock := &collect.Recalibrator{DB: db, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
+	calibrating, stop := make(chan int), make(chan struct{})
+	go func() {
+		n := 0
+		defer func() { calibrating <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := clock.Once(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+		}
+	}()
+	p := &poller{db: db, own: own}
+	const reads = 300
+	active := 0
+	for range reads {
+		if _, now, err := p.readStatus(ctx); err != nil {
+			t.Fatal(err)
+		} else if p.act.active(now) {
+			active++
+			p.act.until = time.Time{}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	close(stop)
+	calibrations := <-calibrating
+	t.Logf("%d status reads beside %d calibrations: %d judged active", reads, calibrations, active)
+	if calibrations == 0 {
+		t.Fatal("no calibration ran beside the reads")
+	}
+	if active > 0 {
+		t.Errorf("%d of %d status reads took watch's own recalibration for someone else's statements", active, reads)
+	}
+	// A client on the unix socket (no wire) is still seen.
+	client, err := sql.Open("mysql", inst.SocketDSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.ExecContext(ctx, "DO 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, now, err := p.readStatus(ctx); err != nil || !p.act.active(now) {
+		t.Errorf("a socket client's statement after the calibrations was not seen (err %v)", err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gapscope/gapscope/internal/collect"
 )
 
 // ownAddrs remembers the local addresses of gapscope's own connections to
@@ -19,10 +21,10 @@ import (
 type ownAddrs struct {
 	mu    sync.Mutex // serialises writers
 	addrs atomic.Pointer[map[string]bool]
-	// dials and sent count the connections watch opened and the
-	// statements it sent (collect.OpenConfigCounting): the poller takes
-	// them from the server's counters to see whether anyone else is there.
-	dials, sent atomic.Int64
+	// pool counts the connections watch opened and the statements it
+	// sent (collect.OpenConfigCounting): the poller takes them from the
+	// server's counters to see whether anyone else is there.
+	pool collect.PoolCounts
 }
 
 func newOwnAddrs() *ownAddrs {
@@ -34,7 +36,6 @@ func newOwnAddrs() *ownAddrs {
 func (o *ownAddrs) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
-	o.dials.Add(1) // the server counts an attempt that fails, too
 	if err == nil {
 		o.add(c.LocalAddr().String())
 	}
@@ -67,4 +68,31 @@ func (o *ownAddrs) isOwnHost(host string) bool {
 		return o.isOwn("127.0.0.1:" + port)
 	}
 	return false
+}
+
+// ownCounts are watch's own statements and connections at one moment:
+// begun, and done (answered, or connected).
+type ownCounts struct {
+	begun, sent, dialsBegun, dials int64
+}
+
+// counts reads them, what is done before what is begun: one that begins
+// and ends between the loads shows as under way, never the other way
+// round.
+func (o *ownAddrs) counts() ownCounts {
+	c := ownCounts{sent: o.pool.Statements(), dials: o.pool.Connections()}
+	c.begun, c.dialsBegun = o.pool.StatementsBegun(), o.pool.ConnectionsBegun()
+	return c
+}
+
+// quietAround reports whether one statement of watch's own ran alone
+// between two counts: nothing was under way at the first, one statement
+// began between them (the read they bracket) and every one had ended at
+// the second, with no connection opening. The server's counters read by
+// that statement then count exactly watch's sent statements and dials,
+// itself included.
+func quietAround(before, after ownCounts) bool {
+	return before.begun == before.sent && before.dialsBegun == before.dials &&
+		after.begun == before.begun+1 && after.sent == after.begun &&
+		after.dialsBegun == before.dialsBegun && after.dials == after.dialsBegun
 }

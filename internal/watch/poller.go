@@ -554,12 +554,8 @@ func (p *poller) addServerOnly(rows []collect.ServerStatement) {
 // appeared without a visible handshake. An idle server's pool groups and
 // processlist are read every idleEvery only.
 func (p *poller) pollSlow(ctx context.Context) {
-	status, err := collect.GlobalStatusOf(ctx, p.db, rateStatus...)
-	now := time.Now()
+	status, now, err := p.readStatus(ctx)
 	if err == nil {
-		if p.act.noteStatus(now, status, p.own.sent.Load(), p.own.dials.Load()) {
-			p.learn.pending = p.cursor != nil // name the new connections while they live
-		}
 		p.noteUnseen(status)
 		p.noteShortfall(status, now)
 		p.rowLocks.noteStatus(now, status)
@@ -593,6 +589,23 @@ func (p *poller) pollSlow(ctx context.Context) {
 	_ = p.path.poll()
 }
 
+// readStatus reads rateStatus and judges from it whether anyone but watch
+// uses the server (activity), taking watch's own statements and
+// connections from its pool's counts before and after the read: the
+// clock's recalibration runs its statements on another goroutine, and one
+// of them under way during the read may be counted by the server and not
+// yet by watch (quietAround). It returns the status and when it was read.
+func (p *poller) readStatus(ctx context.Context) (map[string]string, time.Time, error) {
+	before := p.own.counts()
+	status, err := collect.GlobalStatusOf(ctx, p.db, rateStatus...)
+	after := p.own.counts()
+	now := time.Now()
+	if err == nil && p.act.noteStatus(now, status, after, quietAround(before, after)) {
+		p.learn.pending = p.cursor != nil // name the new connections while they live
+	}
+	return status, now, err
+}
+
 // shortfallCounts are the server's and the wire's statement counts at a
 // status read.
 type shortfallCounts struct {
@@ -614,7 +627,7 @@ func (p *poller) noteShortfall(status map[string]string, now time.Time) {
 		p.shortUntil = later(p.shortUntil, now.Add(2*slowPollEvery))
 		return
 	}
-	cur := shortfallCounts{known: true, server: server, wire: p.wireTaken.Load(), ownSent: p.own.sent.Load()}
+	cur := shortfallCounts{known: true, server: server, wire: p.wireTaken.Load(), ownSent: p.own.pool.Statements()}
 	switch prev := p.shortAt; {
 	case !prev.known:
 		p.shortUntil = later(p.shortUntil, now.Add(2*slowPollEvery))

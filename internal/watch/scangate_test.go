@@ -60,7 +60,7 @@ func TestNoteShortfall(t *testing.T) {
 	}
 	// A second later: 1,000 statements, 950 taken by the wire, 10 watch's.
 	taken.Add(950)
-	p.own.sent.Add(10)
+	p.own.pool.AddStatements(10)
 	t1 := t0.Add(3 * time.Second) // past the first read's hold
 	p.noteShortfall(status(2000), t1)
 	if t1.Before(p.shortUntil) {

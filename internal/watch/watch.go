@@ -270,7 +270,7 @@ func openServer(ctx context.Context, opts Options, own *ownAddrs) (*sql.DB, stri
 	cfg.DialFunc = own.dial
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	db, err := collect.OpenConfigCounting(pctx, cfg, &own.sent)
+	db, err := collect.OpenConfigCounting(pctx, cfg, &own.pool)
 	if err != nil {
 		return nil, "", err
 	}
