@@ -87,13 +87,13 @@ func (p *poller) noteRingRead() {
 	if p.ring.budget == 0 {
 		return
 	}
-	p.ring.taken0, p.ring.own0 = p.wireTaken.Load(), p.own.sent.Load()
+	p.ring.taken0, p.ring.own0 = p.wireTaken.Load(), p.own.pool.Statements()
 	p.rearmRing()
 }
 
 // ringFill is how many rows entered the ring since the last read began.
 func (p *poller) ringFill() int64 {
-	return (p.wireTaken.Load() - p.ring.taken0) + (p.own.sent.Load() - p.ring.own0)
+	return (p.wireTaken.Load() - p.ring.taken0) + (p.own.pool.Statements() - p.ring.own0)
 }
 
 // rearmRing sets the wire's mark to the count at which the ring will have
@@ -104,7 +104,7 @@ func (p *poller) rearmRing() {
 	if p.ring.budget == 0 || p.ringFill() >= p.ring.budget {
 		return
 	}
-	own := p.own.sent.Load() - p.ring.own0
+	own := p.own.pool.Statements() - p.ring.own0
 	p.ring.mark.Store(p.ring.taken0 + p.ring.budget - own)
 }
 

@@ -41,7 +41,7 @@ func TestRingPace(t *testing.T) {
 	now := time.UnixMicro(time.Now().UnixMicro()) // lastPollAt is in µs
 	p.lastPollAt = now.Add(-time.Second).UnixMicro()
 	ringTake(w, 498)
-	p.own.sent.Add(1) // one of watch's own statements: the ring holds it too
+	p.own.pool.AddStatements(1) // one of watch's own statements: the ring holds it too
 	p.rearmRing()
 	if ringWoken(w) || p.ringDue(now) {
 		t.Fatal("woken or due before the ring filled half")
