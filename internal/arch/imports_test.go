@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"plans":      {"event", "collect", "sqltext", "diagnose", "report", "store"},
 	"overhead":   {"event", "collect", "workload", "sandbox", "watch", "diagnose", "report", "store"},
 	"offline":    {"event", "capture", "collect", "sqltext", "diagnose", "report", "txn"},
-	"watchtext":  {"event", "capture", "collect", "watch", "report", "txn"},
+	"watchtext":  {"event", "capture", "collect", "watch", "report", "sqltext", "txn"},
 	"lab":        {"netlab", "txn", "watch", "probe", "plans", "overhead", "event", "sandbox", "workload", "capture", "collect", "join", "diagnose", "report", "mysqlproto", "sqltext", "store"},
 }
 

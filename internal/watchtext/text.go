@@ -11,6 +11,7 @@ import (
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/sqltext"
 	"github.com/gapscope/gapscope/internal/txn"
 	"github.com/gapscope/gapscope/internal/watch"
 )
@@ -54,7 +55,7 @@ func writeTxnSummary(out io.Writer, t txn.Summary) {
 			lead = x.FirstSQL
 		}
 		fmt.Fprintf(out, "  %s (conn %d, %s): idle %s at most, open %s, %d statement(s), %s: %s\n",
-			x.Conn, x.ConnID, x.User, report.Micros(x.MaxIdleUS), report.Micros(x.OpenUS), x.Statements, x.EndKind, cut(lead, 80))
+			x.Conn, x.ConnID, x.User, report.Micros(x.MaxIdleUS), report.Micros(x.OpenUS), x.Statements, x.EndKind, sqltext.Clip(lead, 80))
 	}
 }
 
@@ -121,12 +122,4 @@ func writeGroupSummary(out io.Writer, groups []watch.GroupSummary) {
 	for _, g := range groups {
 		fmt.Fprintf(out, "  %-6d %-11d %-14s %-14s\n", g.Group, g.Statements, time.Duration(g.QueueUS)*time.Microsecond, time.Duration(g.MaxQueueUS)*time.Microsecond)
 	}
-}
-
-// cut shortens s to n bytes at most, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
