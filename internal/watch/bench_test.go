@@ -118,7 +118,7 @@ func BenchmarkSinkAdd(b *testing.B) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest, s.wire[i].PoolGroup = true, s.rows[i].Digest, &group
 	}
-	k := newSink(benchBatch, nil, false, nil)
+	k := newTally(benchBatch, nil, false, nil)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -140,7 +140,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest = true, s.rows[i].Digest
 	}
-	k := newSink(benchBatch, nil, false, nil)
+	k := newTally(benchBatch, nil, false, nil)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -163,7 +163,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 // the server rows were given.
 func joinBench(b *testing.B, withServer bool) {
 	s := newSynth()
-	k := newSink(50_000, nil, false, nil)
+	k := newTally(50_000, nil, false, nil)
 	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st) })
 	fresh := make([]event.Statement, benchBatch)
 	t0 := int64(1_700_000_000_000_000)
@@ -212,7 +212,7 @@ func BenchmarkSynthFill(b *testing.B) {
 	cpu.report(b)
 }
 
-func checkJoinBench(b *testing.B, k *sink, j *join.Joiner, withServer bool) {
+func checkJoinBench(b *testing.B, k *tally, j *join.Joiner, withServer bool) {
 	st := j.Stats()
 	if k.total != int64(b.N) || st.Wire != int64(b.N) {
 		b.Fatalf("sink saw %d statements, joiner %d, want %d", k.total, st.Wire, b.N)

@@ -13,7 +13,7 @@ import (
 )
 
 // Coverage is what a run saw and joined, from both sides. Its wire
-// figures are counted from the statements the sink received, so they are
+// figures are counted from the statements the tally received, so they are
 // the events' own: Seen = Joined + the sum of Unjoined.
 type Coverage struct {
 	// Seen: statements reported (every connection on the watched ports is
@@ -63,7 +63,7 @@ type Coverage struct {
 	ThreadsFromWire int64 `json:"threads_from_wire"`
 }
 
-// coverageTally counts what reaches the sink (under the sink's lock).
+// coverageTally counts what reaches the tally (under the tally's lock).
 type coverageTally struct {
 	seen, joined, outliers, outliersJoined int64
 	bySource                               map[string]int64
@@ -102,20 +102,20 @@ func (c *coverageTally) unjoinedByReason() map[string]int64 {
 	return c.unjoined.Map()
 }
 
-// coverage assembles the run's Coverage from the sink's tally and both
+// coverage assembles the run's Coverage from the tally's tally and both
 // sides' counters.
 func (e *engine) coverage(js join.Stats, server ServerSideStats) Coverage {
-	e.sink.mu.Lock()
-	t := &e.sink.cov
+	e.tally.mu.Lock()
+	t := &e.tally.cov
 	c := Coverage{Seen: t.seen, Joined: t.joined, JoinedBySource: maps.Clone(t.bySource), Unjoined: t.unjoinedByReason(),
 		Outliers: t.outliers, OutliersJoined: t.outliersJoined, NotOnWireBy: t.unseen.Map(), NotOnWireUS: t.unseenUS}
 	for _, n := range c.NotOnWireBy {
 		c.NotOnWire += n
 	}
-	e.sink.mu.Unlock()
+	e.tally.mu.Unlock()
 	c.ReplicaStreams = c.Unjoined[event.ReplicaStream.String()]
 	c.QueueDropped = server.QueueDrops
-	c.OutputDropped = e.sink.out.drops()
+	c.OutputDropped = e.tally.out.drops()
 	c.ServerRows = server.Rows + server.TargetedRows
 	c.ServerJoined, c.ServerMerged, c.ServerNested, c.ServerBackground = js.Joined, js.Merged, js.Nested, js.Background
 	c.ServerStreams = js.Streams

@@ -37,7 +37,7 @@ import (
 //     (targets), and lets the CPU budget's policy (governor) set the
 //     join sample, which it owns;
 //  4. window and diagnosis (sink): every finished statement, joined or
-//     not, reaches sink.add exactly once: the profile, the window the
+//     not, reaches tally.add exactly once: the profile, the window the
 //     diagnosis reads, the live view's tallies and the coverage;
 //  5. sinks: the output stage (outputStage) hands each statement to
 //     Options.Sinks (events file, store, exporters) on its own goroutine,
@@ -51,7 +51,7 @@ import (
 // complete before any goroutine starts. What they hand on leaves
 // through channels (the wire's, to the loop and the poller) and atomic
 // counters; what they share is in types that carry their own lock
-// (serverSide, the joiner, the sink, the join sample, notes, losses). The
+// (serverSide, the joiner, the tally, the join sample, notes, losses). The
 // main loop's own state is viewStage (the live view), embedded here.
 type engine struct {
 	// Set by build before any goroutine starts; read-only after (the
@@ -62,10 +62,10 @@ type engine struct {
 	addr   string
 	clock  *collect.Recalibrator
 	joiner *join.Joiner
-	sink   *sink
+	tally  *tally
 	plans  *plans.Catcher
 	// readsRows: the server's statement history is read this run (a
-	// cursor opened); when not, every wire statement goes to the sink
+	// cursor opened); when not, every wire statement goes to the tally
 	// unjoined. A reconnection never changes it.
 	readsRows bool
 	// outlierMiss is the note of an outlier that stayed unjoined: why its
@@ -158,7 +158,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer e.sink.out.close() // a run that fails after build (finish closes it otherwise)
+	defer e.tally.out.close() // a run that fails after build (finish closes it otherwise)
 	defer e.db.Close()
 	defer e.poll.restoreSettings()
 	runCtx, stop := ctx, context.CancelFunc(func() {})
@@ -202,7 +202,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 //  5. the wire stage (it hands outliers to the poller only when rows are
 //     read) and the capture, opened but not started: without one the run
 //     is server-only;
-//  6. the sink (a server-only run's profile ranks by the server's time)
+//  6. the tally (a server-only run's profile ranks by the server's time)
 //     and the joiner (the clock's error, the pool's size);
 //  7. the join sample, with the CPU budget's governor when the run has
 //     both a capture and rows to join;
@@ -249,8 +249,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	}
 	fitCursor(cursor, e.noWire)
 	e.fitMemoryLimit()
-	e.sink = newSink(opts.WindowSize, out, e.noWire, ledger)
-	e.sink.lost = e.lostReason
+	e.tally = newTally(opts.WindowSize, out, e.noWire, ledger)
+	e.tally.lost = e.lostReason
 	clock, _ := e.clock.Clock()
 	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server),
 		KeepLiterals: opts.KeepLiterals}, e.joined)
@@ -259,7 +259,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	e.watchSockets()
 	targets := newTargets(caps.Consumers[collect.SourceHistory], caps.Consumers[collect.SourceCurrent])
 	e.outlierMiss = targets.missNote()
-	e.poll = &poller{db: db, addr: addr, own: own, clock: e.clock, joiner: e.joiner, sink: e.sink, sample: e.sample,
+	e.poll = &poller{db: db, addr: addr, own: own, clock: e.clock, joiner: e.joiner, tally: e.tally, sample: e.sample,
 		side: e.side, notes: &e.notes, losses: &e.losses, sockets: e.sockets, path: e.path,
 		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
 		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
@@ -463,7 +463,7 @@ const joinEvery = 250 * time.Millisecond
 
 // takeWire hands the joiner the wire statements queued now (not those that
 // keep arriving meanwhile: a busy capture must not hold the loop). Those
-// that cannot be joined go straight to the sink, with their reason: no
+// that cannot be joined go straight to the tally, with their reason: no
 // server rows are read, or the join sample leaves their connection out
 // (never an outlier's).
 func (e *engine) takeWire() {
@@ -476,13 +476,13 @@ func (e *engine) takeWire() {
 		}
 		switch {
 		case s.Why == event.ReplicaStream:
-			e.sink.add(s) // a replica's binlog stream: no statement, its row comes when the replica leaves
+			e.tally.add(s) // a replica's binlog stream: no statement, its row comes when the replica leaves
 		case !e.readsRows:
 			s.Why = event.NoServer // never handed to the joiner
-			e.sink.add(s)
+			e.tally.add(s)
 		case !s.Outlier && !joins(sample, s.Conn):
 			s.Why = event.SampledOut
-			e.sink.add(s)
+			e.tally.add(s)
 		default:
 			e.joiner.AddWire(s, now)
 		}
@@ -497,11 +497,11 @@ func (e *engine) joined(s *event.Statement) {
 	if s.Outlier && s.Why.Kind() == event.KindUnjoined {
 		s.Notes = append(s.Notes, e.outlierMiss)
 	}
-	e.sink.add(s)
+	e.tally.add(s)
 }
 
 // lostReason is why the row of a statement the join waited for never came,
-// when watch knows and the joiner cannot (the sink's decideReason asks):
+// when watch knows and the joiner cannot (the tally's decideReason asks):
 // its connection was cut out of the join sample after the joiner took it,
 // so the poller dropped its row since (or its connection was out when its
 // row was read, and a later cut, another pivot or another share, holds it
@@ -531,8 +531,8 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	_ = e.sockets.readNow()
 	_ = e.path.readNow()
 	e.joiner.FlushAll()
-	e.sink.ledger.Close() // the transactions still open, as open
-	e.sink.out.close()    // every statement reached the sinks before the final snapshot
+	e.tally.ledger.Close() // the transactions still open, as open
+	e.tally.out.close()    // every statement reached the sinks before the final snapshot
 	return st
 }
 
@@ -545,7 +545,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 			e.notes.add("%s", n)
 		}
 	}
-	window, groups := e.sink.snapshot()
+	window, groups := e.tally.snapshot()
 	clock, _ := e.clock.Clock()
 	e.side.serverM.Lock()
 	server := e.side.server
@@ -566,18 +566,18 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	res.Coverage = e.coverage(res.Join, server)
 	txns, txnCount := e.txns.recent()
 	res.Transactions = txn.Summarize(txns, txnCount)
-	e.sink.mu.Lock()
-	if n := e.sink.streamsNote(); n != "" {
+	e.tally.mu.Lock()
+	if n := e.tally.streamsNote(); n != "" {
 		e.notes.add("%s", n)
 	}
 	for _, n := range e.notes.all() {
-		e.sink.profile.AddNote(n)
+		e.tally.profile.AddNote(n)
 	}
-	res.Profile = e.sink.profile.Result()
-	if e.sink.unseen != nil {
-		res.NotOnWire = e.sink.unseen.Result()
+	res.Profile = e.tally.profile.Result()
+	if e.tally.unseen != nil {
+		res.NotOnWire = e.tally.unseen.Result()
 	}
-	e.sink.mu.Unlock()
+	e.tally.mu.Unlock()
 	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool), diagnose.WatchRules()...)
 	if e.plans != nil {
 		res.Findings = append(res.Findings, e.plans.Findings()...)

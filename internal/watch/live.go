@@ -19,14 +19,14 @@ func (e *engine) drawLive() {
 	if e.opts.Live == nil {
 		return
 	}
-	e.sink.mu.Lock()
-	worst := append([]event.Statement(nil), e.sink.worst...)
-	total, joined := e.sink.total, e.sink.joined
-	groups := e.sink.groupList()
-	conns := e.sink.topConns(5)
-	serverOnly := e.sink.serverOnly
-	streams := e.sink.streamsNote()
-	e.sink.mu.Unlock()
+	e.tally.mu.Lock()
+	worst := append([]event.Statement(nil), e.tally.worst...)
+	total, joined := e.tally.total, e.tally.joined
+	groups := e.tally.groupList()
+	conns := e.tally.topConns(5)
+	serverOnly := e.tally.serverOnly
+	streams := e.tally.streamsNote()
+	e.tally.mu.Unlock()
 	e.refreshLiveFindings()
 	w := bufio.NewWriter(e.opts.Live)
 	defer w.Flush()
@@ -75,7 +75,7 @@ func (e *engine) refreshLiveFindings() {
 		return
 	}
 	e.liveFindingsAt = time.Now()
-	w := &diagnose.Window{Statements: e.sink.recent(liveFindingsWindow), Vars: e.liveVars}
+	w := &diagnose.Window{Statements: e.tally.recent(liveFindingsWindow), Vars: e.liveVars}
 	w.Transactions, w.TxnSeen = e.txns.recent()
 	e.liveFindings = diagnose.Run(w, diagnose.StatementRules()...)
 }

@@ -16,7 +16,7 @@ import (
 
 // Lock waits and transactions in watch: the ledger (package txn) is fed
 // every application statement on the wire stage (txn.Ledger.Wire) and
-// every finished one in the sink (txn.Ledger.Finished), which attributes
+// every finished one in the tally (txn.Ledger.Finished), which attributes
 // lock waits before the statement is counted or written. The poller owns
 // the server's side: the row-lock counter's readings, which guard the
 // wire's attributions, and the reads of the lock tables while a statement

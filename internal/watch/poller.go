@@ -24,7 +24,7 @@ import (
 // every dependency in place, before the goroutine starts, and finish and
 // the result read it after it ended. It holds no engine: what it shares
 // with other goroutines is in the fields of the first block, whose types
-// are safe for concurrent use (side under serverM; the joiner, the sink,
+// are safe for concurrent use (side under serverM; the joiner, the tally,
 // the clock, the join sample's get, notes, losses and the socket watches
 // each under its own lock; db a pool; own copied on write), and the
 // channels it receives from (the wire's hand-offs).
@@ -35,7 +35,7 @@ type poller struct {
 	own    *ownAddrs
 	clock  *collect.Recalibrator // re-calibrated here (its Run, resume); the result reads it
 	joiner *join.Joiner          // where the rows go
-	sink   *sink                 // where the rows go without a wire (noWire)
+	tally  *tally                // where the rows go without a wire (noWire)
 	// sample is the join sample and the CPU budget: the poller owns it
 	// (learn, govern, keepRows); the loop reads its get.
 	sample  *joinSample
@@ -73,7 +73,7 @@ type poller struct {
 	// enableConsumers lets it turn on the consumers it needs.
 	pollEvery, minPollEvery time.Duration
 	enableConsumers         bool
-	// noWire: no capture this run, the rows go to the sink as they are.
+	// noWire: no capture this run, the rows go to the tally as they are.
 	noWire bool
 	// keepLiterals keeps the literals of the server-only statements' text;
 	// text gives them their text (made at the first).
@@ -546,7 +546,7 @@ func (p *poller) addServerOnly(rows []collect.ServerStatement) {
 	}
 	for i := range rows {
 		s := join.ServerOnly(&rows[i], event.NoCapture, p.text)
-		p.sink.add(s)
+		p.tally.add(s)
 	}
 }
 

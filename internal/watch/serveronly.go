@@ -15,7 +15,7 @@ const ServerOnlyMetric = "server time (performance_schema), no wire"
 var wireUnknown = []string{"queue", "send stall", "delivery", "client time", report.UnknownRespBytes}
 
 // noteServerOnly says why the run is server-only (what took the wire
-// away): the profile ranks digests by the server's time (the sink's,
+// away): the profile ranks digests by the server's time (the tally's,
 // made so) and names what the wire would have added as unknown.
 func (e *engine) noteServerOnly(why string) {
 	e.notes.add("%s: the profile is the server's time (performance_schema TIMER_WAIT); what the wire would add (%s) is unknown",

@@ -66,7 +66,7 @@ type Health struct {
 func UnjoinedReason(s *event.Statement) event.Reason { return decideReason(s, nil) }
 
 // decideReason is the one place a statement's reason is decided, once,
-// when it reaches the sink: the capture and the join propose one (s.Why),
+// when it reaches the tally: the capture and the join propose one (s.Why),
 // and watch adds what they cannot know. A server statement keeps its
 // server-only reason; a wire statement with no response had nothing to
 // join, whatever the join gave up; a give-up of a statement whose row
@@ -102,7 +102,7 @@ func (StatementFunc) Snapshot(*Snapshot)             {}
 // sinkSnapshot builds the snapshot of now from the watch sink's state
 // and the engine's counters.
 func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
-	k := e.sink
+	k := e.tally
 	k.mu.Lock()
 	snap := &Snapshot{TimeUS: time.Now().UnixMicro(), Worst: append([]event.Statement(nil), k.worst...),
 		Groups: k.groupList(), Conns: k.topConns(5), Findings: findings}

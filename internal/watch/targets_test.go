@@ -162,9 +162,9 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 	}
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})),
 		outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false, nil)
-	defer e.sink.out.close()
-	e.sink.lost = e.lostReason
+	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false, nil)
+	defer e.tally.out.close()
+	e.tally.lost = e.lostReason
 	e.joiner = join.New(join.Options{}, e.joined)
 	e.readsRows = true
 	// Find a client port the 1-in-1024 sample leaves out.
@@ -463,8 +463,8 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
-	e.sink.lost = e.lostReason
+	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
+	e.tally.lost = e.lostReason
 	e.joiner = join.New(join.Options{}, e.joined)
 	cut := capture.Sample{N: 1024, Key: 1}
 	port := 40000
@@ -478,7 +478,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	e.joiner.AddWire(slow, 0)
 	e.sample.set(cut) // the governor cuts
 	e.joiner.FlushAll()
-	e.sink.out.close()
+	e.tally.out.close()
 	if fast.Joined || fast.Why != event.SampledOut {
 		t.Errorf("the fast statement given up after the cut: reason %s, want %s", fast.Why, event.SampledOut)
 	}
@@ -497,8 +497,8 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.sink = newSink(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false, nil)
-	e.sink.lost = e.lostReason
+	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false, nil)
+	e.tally.lost = e.lostReason
 	e.joiner = join.New(join.Options{}, e.joined)
 	out := capture.Sample{N: 2, Key: 1}
 	port := 40000
@@ -524,7 +524,7 @@ func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
 	}
 	e.sample.set(back)
 	e.joiner.FlushAll()
-	e.sink.out.close()
+	e.tally.out.close()
 	if lost.Joined || lost.Why != event.SampledOut {
 		t.Errorf("the statement whose row a read left out: reason %s, want %s", lost.Why, event.SampledOut)
 	}

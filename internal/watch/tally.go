@@ -28,7 +28,7 @@ type GroupSummary struct {
 // to the run's sinks on its own goroutine. The joiner calls add from
 // whichever goroutine fed it, with its own lock held: add does in-memory
 // work only.
-type sink struct {
+type tally struct {
 	mu      sync.Mutex
 	profile *report.Profile
 	window  *stmtRing // the last windowSize statements
@@ -61,7 +61,7 @@ type sink struct {
 	streamConns []string
 }
 
-// maxStreamConns bounds the replicas' connections the sink names.
+// maxStreamConns bounds the replicas' connections the tally names.
 const maxStreamConns = 8
 
 // ConnSummary is one connection's time, for the live view's per-connection
@@ -78,7 +78,7 @@ type ConnSummary struct {
 // maxConnSummaries bounds the per-connection tallies (10k connections fit).
 const maxConnSummaries = 20_000
 
-func newSink(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledger) *sink {
+func newTally(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledger) *tally {
 	if ledger == nil {
 		ledger = txn.New(txn.Options{})
 	}
@@ -86,7 +86,7 @@ func newSink(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledg
 	if serverOnly {
 		profile = serverOnlyProfile()
 	}
-	k := &sink{
+	k := &tally{
 		profile:    profile,
 		serverOnly: serverOnly,
 		window:     newStmtRing(windowSize),
@@ -99,7 +99,7 @@ func newSink(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledg
 	return k
 }
 
-func (k *sink) add(s *event.Statement) {
+func (k *tally) add(s *event.Statement) {
 	if !s.Joined {
 		s.Why = decideReason(s, k.lost) // one reason, the same in the event, its notes and the counts
 	}
@@ -110,13 +110,13 @@ func (k *sink) add(s *event.Statement) {
 }
 
 // deliver counts s and hands it on.
-func (k *sink) deliver(s *event.Statement) {
+func (k *tally) deliver(s *event.Statement) {
 	k.account(s)
 	k.out.put(s) // the statement's last owner: the output stage, or no one
 }
 
 // account adds s to watch's own tallies.
-func (k *sink) account(s *event.Statement) {
+func (k *tally) account(s *event.Statement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s.Why == event.ReplicaStream {
@@ -142,7 +142,7 @@ func (k *sink) account(s *event.Statement) {
 // accountUnseen counts a server statement the wire did not carry: in its
 // own profile (by server time) and the coverage, and in the diagnosis
 // window, whose server-side rules judge it too.
-func (k *sink) accountUnseen(s *event.Statement) {
+func (k *tally) accountUnseen(s *event.Statement) {
 	if k.unseen == nil {
 		k.unseen = report.NewProfile(report.ProfileOptions{Metric: report.ServerLatency,
 			MetricLabel: NotOnWireMetric, Unknown: wireUnknown})
@@ -156,7 +156,7 @@ func (k *sink) accountUnseen(s *event.Statement) {
 // by its reason in the coverage (seen = joined + unjoined holds), but no
 // statement: kept out of the profile, the slowest statements, the
 // connections' and pool groups' times and the diagnosis window.
-func (k *sink) accountStream(s *event.Statement) {
+func (k *tally) accountStream(s *event.Statement) {
 	k.total++
 	k.cov.add(s)
 	k.streams++
@@ -175,7 +175,7 @@ func streamConn(s *event.Statement) string {
 }
 
 // streamsNote names the replicas' binlog streams seen ("" when none).
-func (k *sink) streamsNote() string {
+func (k *tally) streamsNote() string {
 	if k.streams == 0 {
 		return ""
 	}
@@ -189,7 +189,7 @@ func (k *sink) streamsNote() string {
 // NotOnWireMetric names the ranking of the statements the wire did not carry.
 const NotOnWireMetric = "server time (performance_schema) of statements not on the captured wire"
 
-func (k *sink) addGroup(s *event.Statement) {
+func (k *tally) addGroup(s *event.Statement) {
 	if s.PoolGroup == nil || !s.Joined {
 		return
 	}
@@ -204,7 +204,7 @@ func (k *sink) addGroup(s *event.Statement) {
 	g.MaxQueueUS = max(g.MaxQueueUS, s.QueueUS)
 }
 
-func (k *sink) addConn(s *event.Statement) {
+func (k *tally) addConn(s *event.Statement) {
 	c := k.conns[s.Conn]
 	if c == nil {
 		if len(k.conns) >= maxConnSummaries {
@@ -221,7 +221,7 @@ func (k *sink) addConn(s *event.Statement) {
 
 // topConns returns the n connections that lost the most time to waiting
 // (queue + stall), then to client time.
-func (k *sink) topConns(n int) []ConnSummary {
+func (k *tally) topConns(n int) []ConnSummary {
 	out := make([]ConnSummary, 0, len(k.conns))
 	for _, c := range k.conns {
 		out = append(out, *c)
@@ -233,7 +233,7 @@ func (k *sink) topConns(n int) []ConnSummary {
 }
 
 // recent returns up to n of the latest statements.
-func (k *sink) recent(n int) []event.Statement {
+func (k *tally) recent(n int) []event.Statement {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.window.last(n)
@@ -244,7 +244,7 @@ const worstKeep = 10
 
 // addWorst copies s only when it ranks among the slowest: most statements
 // do not, and a copy of every one would cost more than the ranking.
-func (k *sink) addWorst(s *event.Statement) {
+func (k *tally) addWorst(s *event.Statement) {
 	if len(k.worst) == worstKeep && k.slowness(s) <= k.slowness(&k.worst[len(k.worst)-1]) {
 		return
 	}
@@ -257,7 +257,7 @@ func (k *sink) addWorst(s *event.Statement) {
 
 // slowness is what ranks the slowest statements: the client's time, or
 // the server's without the wire.
-func (k *sink) slowness(s *event.Statement) int64 {
+func (k *tally) slowness(s *event.Statement) int64 {
 	if k.serverOnly {
 		return s.ServerUS
 	}
@@ -265,13 +265,13 @@ func (k *sink) slowness(s *event.Statement) int64 {
 }
 
 // snapshot returns the window in arrival order and the group summaries.
-func (k *sink) snapshot() ([]event.Statement, []GroupSummary) {
+func (k *tally) snapshot() ([]event.Statement, []GroupSummary) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.window.last(k.window.len()), k.groupList()
 }
 
-func (k *sink) groupList() []GroupSummary {
+func (k *tally) groupList() []GroupSummary {
 	out := make([]GroupSummary, 0, len(k.groups))
 	for _, g := range k.groups {
 		out = append(out, *g)

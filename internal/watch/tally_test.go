@@ -71,13 +71,13 @@ func TestDecideReason(t *testing.T) {
 func TestOutlierMissNote(t *testing.T) {
 	var got []*event.Statement
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: "outlier missed"}
-	e.sink = newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
-	e.sink.lost = e.lostReason
+	e.tally = newTally(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
+	e.tally.lost = e.lostReason
 	given := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.Expired}
 	withheld := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.UnexplainedDelivery}
 	e.joined(given)
 	e.joined(withheld)
-	e.sink.out.close()
+	e.tally.out.close()
 	if len(got) != 2 || !slices.Equal(given.Notes, []string{"outlier missed"}) || len(withheld.Notes) != 0 {
 		t.Errorf("notes: given up %q, withheld %q", given.Notes, withheld.Notes)
 	}
@@ -95,7 +95,7 @@ func (r *recordingSink) Snapshot(s *Snapshot)       { r.snaps = append(r.snaps, 
 // with the reason it counted, and tallies the unjoined by reason.
 func TestSinksGetStatements(t *testing.T) {
 	var got []*event.Statement
-	k := newSink(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
+	k := newTally(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	k.add(&event.Statement{TRespLast: 1, Why: event.NoRow})
 	k.add(&event.Statement{Cmd: "COM_QUIT"})
@@ -113,10 +113,10 @@ func TestSinksGetStatements(t *testing.T) {
 	if u := k.cov.unjoinedByReason(); u["no_row"] != 1 || u["no_response"] != 1 || u["no_reason"] != 1 || len(u) != 3 {
 		t.Errorf("unjoined by reason %v", u)
 	}
-	newSink(10, nil, false, nil).add(&event.Statement{}) // no sinks: no stage
+	newTally(10, nil, false, nil).add(&event.Statement{}) // no sinks: no stage
 }
 
-// A statement's life ends in the sink: without sinks at once, with sinks
+// A statement's life ends in the tally: without sinks at once, with sinks
 // once each had it, so that the capture's block of statements is handed
 // out again; every sink saw each statement whole before that.
 func TestSinkReleasesStatements(t *testing.T) {
@@ -127,7 +127,7 @@ func TestSinkReleasesStatements(t *testing.T) {
 		if withSinks {
 			out = newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, s.SQL) })})
 		}
-		k := newSink(100, out, false, nil)
+		k := newTally(100, out, false, nil)
 		var first *event.Statement
 		for i := range event.SlabLen { // one block
 			s := slabs.New()
@@ -160,7 +160,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 		}
 		got++
 	})})
-	k := newSink(10, o, false, nil)
+	k := newTally(10, o, false, nil)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	<-entered // the sink is stuck on the first statement
 	done := make(chan struct{})
@@ -187,7 +187,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
-	e.sink = newSink(10, nil, false, nil)
+	e.tally = newTally(10, nil, false, nil)
 	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
 	}
@@ -202,7 +202,7 @@ func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 // not run every 5 s for nobody; a sink that takes snapshots gets them.
 func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
-	e.sink = newSink(10, nil, false, nil)
+	e.tally = newTally(10, nil, false, nil)
 	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
 	e.publishSnapshot()
 	if !e.liveFindingsAt.IsZero() {
