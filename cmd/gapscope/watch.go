@@ -248,7 +248,7 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		return err
 	}
 	opts.Sinks = append(opts.Sinks, exp.sinks...)
-	opts.Ready = func() { fmt.Fprintln(errOut, watch.ReadyLine) }
+	opts.Ready = func(s watch.Started) { processReady(s, errOut) }
 	if !f.noLive && report.IsTerminal(out) && f.format == "text" {
 		opts.Live = out
 	} else {
@@ -260,9 +260,6 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if os.Getenv("GOGC") == "" { // the user's setting wins
 		debug.SetGCPercent(watch.GCPercent)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		opts.MemoryGoal = watch.MemoryGoal
-	}
 	res, err := watch.Run(ctx, opts)
 	err = reportWatch(out, res, err, outs, f)
 	// After the report: --http-linger keeps serving. An exporter that could
@@ -271,6 +268,22 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 		fmt.Fprintf(errOut, "warning: exporters: %v\n", xerr)
 	}
 	return err
+}
+
+// processReady fits the process to the run that started: the Go
+// runtime's memory limit leaves room for the capture's ring (unless the
+// user set GOMEMLIMIT), and the memory the start used goes back to the
+// system at once (it read the server's whole history ring to prime the
+// cursor and calibrated the clock: left to the scavenger, an idle watch
+// started beside a busy server's full ring stays tens of MB larger).
+// These are process-wide settings, the command's to make: labs run watch
+// in-process.
+func processReady(s watch.Started, errOut io.Writer) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(watch.MemoryLimitFor(s))
+	}
+	debug.FreeOSMemory()
+	fmt.Fprintln(errOut, watch.ReadyLine)
 }
 
 // reportWatch closes the outputs and prints the run's result.

@@ -129,11 +129,13 @@ func digestsChild(t *testing.T, dsn string) {
 	prom := NewPrometheus(0)
 	opts := watch.DefaultOptions()
 	opts.DSN, opts.Iface, opts.Sinks = dsn, "lo", []watch.Sink{prom}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		opts.MemoryGoal = watch.MemoryGoal
-	}
 	opts.Duration = 10 * time.Minute
-	opts.Ready = func() { fmt.Println(digestsReady) }
+	opts.Ready = func(s watch.Started) {
+		if os.Getenv("GOMEMLIMIT") == "" { // as the command does
+			debug.SetMemoryLimit(watch.MemoryLimitFor(s))
+		}
+		fmt.Println(digestsReady)
+	}
 	res, err := watch.Run(ctx, opts)
 	if err != nil {
 		t.Fatal(err)

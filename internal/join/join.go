@@ -64,6 +64,9 @@ type Options struct {
 	FitSlackUS int64
 	// ThreadPoolSize, when > 0, sets PoolGroup = conn_id % size.
 	ThreadPoolSize int
+	// Partial: the server's rows come for a sample of the connections
+	// (SetPartial changes it).
+	Partial bool
 	// MaxConnMap bounds the client-address → connection-id map fed by
 	// MapConn. Default 65,536.
 	MaxConnMap int
@@ -277,7 +280,7 @@ func New(opts Options, emit func(*event.Statement)) *Joiner {
 		conns:   make(map[uint64]*connState),
 		orphans: make(map[string]*connState),
 		addrs:   addrBook{ids: make(map[string]uint64), max: opts.MaxConnMap},
-		thr:     threadIDs{threads: make(map[uint64]uint64)},
+		thr:     threadIDs{threads: make(map[uint64]uint64), partial: opts.Partial},
 		clk:     newJoinClock(opts),
 	}
 	if opts.ThreadPoolSize > 0 {

@@ -76,7 +76,7 @@ func startWatch(ctx context.Context, opts watch.Options) (*session, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &session{done: make(chan struct{}), cancel: cancel}
 	ready := make(chan struct{})
-	opts.Ready = func() { close(ready) }
+	opts.Ready = func(watch.Started) { close(ready) }
 	go func() {
 		defer close(s.done)
 		s.res, s.err = watch.Run(ctx, opts)

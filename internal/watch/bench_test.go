@@ -118,7 +118,7 @@ func BenchmarkSinkAdd(b *testing.B) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest, s.wire[i].PoolGroup = true, s.rows[i].Digest, &group
 	}
-	k := newTally(benchBatch, nil, false, nil)
+	k := testTally(benchBatch, nil, false)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -140,7 +140,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest = true, s.rows[i].Digest
 	}
-	k := newTally(benchBatch, nil, false, nil)
+	k := testTally(benchBatch, nil, false)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -163,7 +163,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 // the server rows were given.
 func joinBench(b *testing.B, withServer bool) {
 	s := newSynth()
-	k := newTally(50_000, nil, false, nil)
+	k := testTally(50_000, nil, false)
 	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st) })
 	fresh := make([]event.Statement, benchBatch)
 	t0 := int64(1_700_000_000_000_000)
@@ -238,7 +238,7 @@ func BenchmarkJoinSinkUnjoined(b *testing.B) { joinBench(b, false) }
 // loop's receive.
 func BenchmarkWireTake(b *testing.B) {
 	own := newOwnAddrs()
-	w := newWireStage(own, 1024, true, txn.New(txn.Options{}))
+	w := newWireStage(own, 1024, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1))
 	for p := range 4 { // watch's own pool connections
 		own.add("127.0.0.1:" + strconv.Itoa(50000+p))
 	}
@@ -261,7 +261,7 @@ func BenchmarkWireTake(b *testing.B) {
 // ring).
 func TestWireTakeAllocFree(t *testing.T) {
 	own := newOwnAddrs()
-	w := newWireStage(own, 1, true, txn.New(txn.Options{}))
+	w := newWireStage(own, 1, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1))
 	own.add("127.0.0.1:50000")
 	st := &event.Statement{Conn: "127.0.0.1:40000>" + benchServer}
 	mine := &event.Statement{Conn: "127.0.0.1:50000>" + benchServer}

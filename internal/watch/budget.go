@@ -292,8 +292,13 @@ func BudgetProcs(budget float64, cpus int) int {
 // the watched server's cores, come half as often.
 const GCPercent = 200
 
+// MemoryLimitFor is the Go runtime's soft memory limit for a run that
+// started s: MemoryGoal less the ring its capture mapped. The command sets
+// it (a process-wide setting: labs run watch in-process and keep theirs).
+func MemoryLimitFor(s Started) int64 { return MemoryGoal - s.RingBytes }
+
 // MemoryGoal is what a watch run's Go runtime and its capture ring hold
-// together at most (Options.MemoryGoal): the runtime's soft memory limit
+// together at most (MemoryLimitFor): the runtime's soft memory limit
 // is the goal less the ring the capture opened, so that the header-only
 // capture's larger ring (a BPF ring buffer's size is a power of two: 32
 // MiB for the default 24) costs no more resident memory than the

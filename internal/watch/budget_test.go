@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -175,36 +174,21 @@ func TestGovernorDebtIsBounded(t *testing.T) {
 	}
 }
 
-// ringSource is a capture that only reports its ring's size.
-type ringSource struct {
-	capture.Source
-	ring int64
-}
-
-func (r ringSource) RingBytes() int64 { return r.ring }
-
 // The runtime's soft memory limit is the run's goal less the ring the
 // capture opened, whichever source: the default AF_PACKET ring leaves
 // MemoryLimit, the header-only capture's 32 MiB ring 8 MiB less, no
-// capture the whole goal; without a goal the limit is left alone.
+// capture the whole goal.
 func TestMemoryLimitLeavesRoomForTheRing(t *testing.T) {
-	before := debug.SetMemoryLimit(-1)
-	defer debug.SetMemoryLimit(before)
 	for _, tc := range []struct {
 		name string
-		goal int64
-		live capture.Source
+		ring int64
 		want int64
 	}{
-		{"AF_PACKET ring, default", MemoryGoal, ringSource{ring: capture.DefaultRingMB << 20}, MemoryLimit},
-		{"eBPF ring", MemoryGoal, ringSource{ring: 32 << 20}, MemoryGoal - 32<<20},
-		{"no capture", MemoryGoal, nil, MemoryGoal},
-		{"no goal", 0, ringSource{ring: 32 << 20}, 12345 << 20},
+		{"AF_PACKET ring, default", capture.DefaultRingMB << 20, MemoryLimit},
+		{"eBPF ring", 32 << 20, MemoryGoal - 32<<20},
+		{"no capture", 0, MemoryGoal},
 	} {
-		debug.SetMemoryLimit(12345 << 20)
-		e := &engine{opts: Options{MemoryGoal: tc.goal}, live: tc.live}
-		e.fitMemoryLimit()
-		if got := debug.SetMemoryLimit(-1); got != tc.want {
+		if got := MemoryLimitFor(Started{RingBytes: tc.ring}); got != tc.want {
 			t.Errorf("%s: limit %d MiB, want %d MiB", tc.name, got>>20, tc.want>>20)
 		}
 	}

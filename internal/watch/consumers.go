@@ -66,12 +66,27 @@ const NoteNoThreadHistory = "performance_schema consumer events_statements_histo
 	"connections stay unjoined. Enable it with: UPDATE performance_schema.setup_consumers SET ENABLED='YES' WHERE NAME='events_statements_history' " +
 	"(or run watch with --enable-consumers)"
 
-// restoreSettings undoes the consumers this run enabled (after the
-// poller's goroutine ended).
-func (p *poller) restoreSettings() {
+// consumerSettings undoes, at the end of the run, the consumers it
+// enabled: at the start, or again after a restart (the history reader's,
+// on the poller's goroutine; undo runs after it ended).
+type consumerSettings struct {
+	restore func(context.Context) // nil: nothing to undo
+}
+
+// replace takes the undo of consumers enabled after a restart (nil:
+// none were, the earlier undo stands).
+func (c *consumerSettings) replace(restore func(context.Context)) {
+	if restore != nil {
+		c.restore = restore
+	}
+}
+
+// undo restores the consumers this run enabled.
+func (c *consumerSettings) undo() {
+	if c.restore == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if p.restore != nil {
-		p.restore(ctx)
-	}
+	c.restore(ctx)
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,89 +19,51 @@ import (
 	"github.com/gapscope/gapscope/internal/txn"
 )
 
-// engine holds one run's moving parts. A run is a pipeline of stages,
-// each owned by one goroutine:
-//
-//  1. capture (capture.Live, its own goroutines) decodes every statement
-//     of every connection on the watched ports;
-//  2. wire statements (wireStage, on the capture's goroutine): watch's
-//     own connections dropped, the outlier rule applied, outliers and new
-//     connections signalled to the poller, every statement queued for the
-//     join, without ever blocking the capture;
-//  3. join (loop and the poller, through the Joiner's lock): the loop
-//     hands queued statements to the joiner, or straight on when the join
-//     sample (joinSample) leaves their connection out; the poller (poller,
-//     on its own goroutine) reads history_long on its schedule and, for
-//     each outlier, its thread's own history and current statement
-//     (targets), and lets the CPU budget's policy (governor) set the
-//     join sample, which it owns;
-//  4. window and diagnosis (sink): every finished statement, joined or
-//     not, reaches tally.add exactly once: the profile, the window the
-//     diagnosis reads, the live view's tallies and the coverage;
-//  5. sinks: the output stage (outputStage) hands each statement to
-//     Options.Sinks (events file, store, exporters) on its own goroutine,
-//     off the joiner's lock; the main loop hands them snapshots; and
-//     the Result at the end.
-//
-// The wire statements stage and the poller are objects of their own
-// (wireStage, poller) that hold no engine: each one's state is touched by
-// its goroutine alone (the poller's also before it starts, by build, and
-// after it ended, by finish and the result). build makes every stage
-// complete before any goroutine starts. What they hand on leaves
-// through channels (the wire's, to the loop and the poller) and atomic
-// counters; what they share is in types that carry their own lock
-// (serverSide, the joiner, the tally, the join sample, notes, losses). The
-// main loop's own state is viewStage (the live view), embedded here.
+// engine is one run's pipeline, made complete by build before any
+// goroutine starts (docs/design.md draws it): the capture and the wire
+// stage, the loop that hands wire statements to the joiner, the poller and
+// its readers, the tally every finished statement reaches, and the output
+// stage. A stage the run does not have is a no-op (the capture, the
+// host's sockets, the plan catcher) or absent from a list (the poller's
+// readers); none is a nil pointer to check.
 type engine struct {
-	// Set by build before any goroutine starts; read-only after (the
-	// pointers' targets are safe for concurrent use).
-	opts   Options
-	own    *ownAddrs
-	db     *sql.DB
-	addr   string
-	clock  *collect.Recalibrator
-	joiner *join.Joiner
-	tally  *tally
-	plans  *plans.Catcher
+	opts      Options
+	db        *sql.DB
+	addr      string
+	clock     *collect.Recalibrator
+	consumers *consumerSettings
+	// capture runs the wire (a no-op source without one: noWire); wire is
+	// the stage it feeds, on its goroutine.
+	capture capture.Source
+	noWire  bool
+	wire    *wireStage
 	// readsRows: the server's statement history is read this run (a
 	// cursor opened); when not, every wire statement goes to the tally
 	// unjoined. A reconnection never changes it.
 	readsRows bool
-	// outlierMiss is the note of an outlier that stayed unjoined: why its
-	// thread could not hold its row, given the consumers at the start.
-	outlierMiss string
+	joiner    *join.Joiner
 	// sample is the join sample: the connections whose fast statements
 	// are joined (the CPU budget's policy; all without a budget). The
-	// poller owns it; the engine reads it through get (and, after the
-	// poller ended, what the budget did).
-	sample  *joinSample
-	live    capture.Source // nil without a capture
-	sockets *socketWatch   // nil unless the server runs on this host
-	path    *pathWatch     // nil when the server runs on this host
-	// noWire: no capture this run (--no-capture, or it could not open).
-	noWire bool
+	// status reader owns it; the loop reads its get.
+	sample *joinSample
+	tally  *tally
+	txns   *txnTally
+	host   hostSockets
+	plans  planCatcher
+	// poll runs the readers; known, targets and locks are theirs, read by
+	// the result once the poller ended.
+	poll    *poller
+	known   *known
+	targets *targets
+	locks   *lockReader
 	// work wakes an idle loop: the wire's first statement into an empty
 	// queue, or the poller's rows handed to the joiner.
 	work chan struct{}
 
-	// wire is the wire statements stage, on the capture's goroutine: its
-	// channels are the hand-offs to the loop (every statement) and to the
-	// poller (outliers, new connections).
-	wire *wireStage
-	// poll is the poller stage, on its own goroutine (poller.start): the
-	// engine reads its state only before it starts or after it ended.
-	poll *poller
-	// side is what the poller learns of the server, under its lock.
-	side *serverSide
-
-	// txns keeps the run's transactions for the diagnosis (its own lock);
-	// rowLocks the server's row-lock counter readings, which the poller
-	// takes and the ledger reads (its own lock).
-	txns     *txnTally
-	rowLocks *rowLockSamples
-
-	notes  noteList // its own lock
-	losses lossLog  // its own lock: the polls whose reads found the ring had turned over
+	// What the stages share, each with its own lock.
+	side   *serverSide
+	notes  *noteList
+	losses *lossLog
 	viewStage
 }
 
@@ -115,6 +76,18 @@ type serverSide struct {
 	// flavor and version name the server for the sinks' snapshots (a
 	// restart can bring another version).
 	flavor, version string
+}
+
+func newServerSide(info collect.ServerInfo) *serverSide {
+	return &serverSide{flavor: info.Flavor, version: info.Version}
+}
+
+// setIdentity publishes the server's flavor and version, as last read,
+// for the sinks' snapshots.
+func (s *serverSide) setIdentity(info collect.ServerInfo) {
+	s.serverM.Lock()
+	s.flavor, s.version = info.Flavor, info.Version
+	s.serverM.Unlock()
 }
 
 // viewStage belongs to the main loop's goroutine (the live view).
@@ -160,7 +133,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer e.tally.out.close() // a run that fails after build (finish closes it otherwise)
 	defer e.db.Close()
-	defer e.poll.restoreSettings()
+	defer e.consumers.undo()
 	runCtx, stop := ctx, context.CancelFunc(func() {})
 	if e.opts.Duration > 0 {
 		runCtx, stop = context.WithTimeout(ctx, e.opts.Duration)
@@ -171,14 +144,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	pollDone := e.poll.start(runCtx)
 	plansDone := e.startPlans(runCtx)
 	e.publishSnapshot() // sinks learn the server before its first statement
-	// The start read the server's whole history ring (up to 10,000 rows of
-	// text, to prime the cursor) and calibrated the clock: give the memory
-	// back now, not when the scavenger gets to it, or a watch started
-	// beside a busy server's full ring stays ~30 MB larger while idle.
-	debug.FreeOSMemory()
-	if e.opts.Ready != nil {
-		e.opts.Ready()
-	}
+	e.opts.Ready(Started{RingBytes: e.capture.RingBytes()})
 	e.loop(runCtx)
 	capStats := e.finish(capDone, pollDone)
 	<-plansDone
@@ -188,30 +154,21 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// build makes every stage of a run, complete, in the order they depend on
-// each other; no stage is changed after it is made. What a stage needs is
-// made before it:
+// build makes every stage of a run, complete, each from what it depends
+// on, in that order; no stage is changed after it is made:
 //
-//  1. the server connection and what it offers (caps);
-//  2. the consumers the reads need (enabled when allowed), which decide
-//     the table to read;
-//  3. the clock, calibrated on the server (its marker statement needs the
-//     consumers);
-//  4. the statement cursor (needs the table and the clock): whether server
-//     rows are read at all;
-//  5. the wire stage (it hands outliers to the poller only when rows are
-//     read) and the capture, opened but not started: without one the run
-//     is server-only;
-//  6. the tally (a server-only run's profile ranks by the server's time)
-//     and the joiner (the clock's error, the pool's size);
-//  7. the join sample, with the CPU budget's governor when the run has
-//     both a capture and rows to join;
-//  8. the socket or path watch;
-//  9. the poller, with all of the above; then its first reads (the
-//     connections already open, the server's start).
-//
-// A stage that is off is not made: no cursor, no capture, no governor,
-// no socket watch, no plan catcher.
+//  1. the server connection and what it offers (caps), the consumers the
+//     reads need (enabled when allowed), which decide the table to read,
+//     and the clock, calibrated on the server;
+//  2. the statement cursor (needs the table and the clock): whether
+//     server rows are read at all;
+//  3. the ledger, the wire stage, then the capture that feeds it (without
+//     one the run is server-only);
+//  4. the join sample, the tally and the joiner;
+//  5. the host's sockets, the lock and processlist readers, then the
+//     poller's readers (status; history and targets when rows are read),
+//     whose constructors make their first reads;
+//  6. the plan catcher.
 func build(ctx context.Context, opts Options) (*engine, error) {
 	own := newOwnAddrs()
 	db, addr, err := openServer(ctx, opts, own)
@@ -223,94 +180,106 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e := &engine{opts: opts, own: own, db: db, addr: addr, side: &serverSide{}}
-	table, restore := prepareConsumers(ctx, db, caps, opts.EnableConsumers, &e.notes)
-	// watch reads no waits: it leaves the server's wait timer as it is.
-	e.clock = &collect.Recalibrator{DB: db, Interval: time.Minute, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
-	if err := e.clock.Once(ctx); err != nil && table != "" {
-		e.notes.add("clock calibration failed (%v): server times cannot be aligned; statements stay unjoined", err)
-		table = ""
-	}
-	cursor := openHistory(ctx, db, table, &e.notes)
-	e.readsRows = cursor != nil
-	e.work = make(chan struct{}, 1)
+	notes, side := &noteList{}, newServerSide(caps.Server)
+	table, restore := prepareConsumers(ctx, db, caps, opts.EnableConsumers, notes)
+	consumers := &consumerSettings{restore: restore}
+	clock, table := calibrate(ctx, db, table, notes)
+	cursor := openHistory(ctx, db, table, notes)
+	readsRows := cursor != nil
+
+	work, pollerWake := make(chan struct{}, 1), make(chan struct{}, 1)
 	out := newOutputStage(opts.Sinks)
-	e.txns, e.rowLocks = &txnTally{out: out}, &rowLockSamples{}
-	wantCounter := make(chan struct{}, 1)
-	ledger := newLedger(e.txns, e.rowLocks, wantCounter)
-	e.wire = newWireStage(own, opts.QueueLen, e.readsRows, ledger)
-	e.wire.work = e.work
-	if e.live, e.noWire, err = e.openCapture(); err != nil {
-		if restore != nil { // the consumers this run enabled
-			restore(ctx)
-		}
+	txns, rowLocks, wantCounter := &txnTally{out: out}, &rowLockSamples{}, &atomic.Bool{}
+	ledger := newLedger(txns, rowLocks, wantCounter, pollerWake)
+	wire := newWireStage(own, opts.QueueLen, readsRows, ledger, work, pollerWake)
+	live, noWire, err := openCapture(opts, addr, wire, readsRows, notes)
+	if err != nil {
+		consumers.undo()
 		db.Close()
 		return nil, err
 	}
-	fitCursor(cursor, e.noWire)
-	e.fitMemoryLimit()
-	e.tally = newTally(opts.WindowSize, out, e.noWire, ledger)
-	e.tally.lost = e.lostReason
-	clock, _ := e.clock.Clock()
-	e.joiner = join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: clock.ErrorUS, ThreadPoolSize: poolSize(caps.Server),
-		KeepLiterals: opts.KeepLiterals}, e.joined)
-	e.sample = e.newJoinSample()
-	e.joiner.SetPartial(e.sample.on()) // a fixed --sample; a budget's cuts say so as they come
-	e.watchSockets()
-	targets := newTargets(caps.Consumers[collect.SourceHistory], caps.Consumers[collect.SourceCurrent])
-	e.outlierMiss = targets.missNote()
-	e.poll = &poller{db: db, addr: addr, own: own, clock: e.clock, joiner: e.joiner, tally: e.tally, sample: e.sample,
-		side: e.side, notes: &e.notes, losses: &e.losses, sockets: e.sockets, path: e.path,
-		slow: e.wire.slow, newConns: e.wire.newConns, work: e.work, wireConns: &e.wire.connsSeen, wireTaken: &e.wire.taken,
-		wireInFlight: e.wireInFlight(), wireDown: &e.wire.down,
-		pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval, enableConsumers: opts.EnableConsumers,
-		noWire: e.noWire, keepLiterals: opts.KeepLiterals, info: caps.Server, caps: caps, restore: restore, cursor: cursor, targets: targets,
-		rowLocks: e.rowLocks, ledger: ledger, wantCounter: wantCounter, locks: newLockReads(collect.DetectLockSources(ctx, db, caps.Server))}
-	e.poll.act.until = time.Now().Add(startActiveFor) // a run starts as if busy (activity)
-	e.poll.startRingPace(e.wire)
-	if e.sockets != nil && e.live != nil { // the server runs here and the wire is read
-		e.poll.accepts, _ = openAcceptWatch(ctx, db) // without it the scans keep their pace
+
+	losses := &lossLog{}
+	sample := runSample(opts, noWire, readsRows, own, notes)
+	targets := newTargets(caps.Consumers[collect.SourceHistory], caps.Consumers[collect.SourceCurrent], newCursorRef(cursor))
+	tally := newTally(tallyOptions{windowSize: opts.WindowSize, serverOnly: noWire, outlierMiss: targets.missNote()},
+		out, ledger, lostRows{sample: sample, losses: losses}.reason)
+	calib, _ := clock.Clock()
+	joiner := join.New(join.Options{MaxWait: opts.MaxWait, CalibrationErrorUS: calib.ErrorUS, ThreadPoolSize: poolSize(caps.Server),
+		KeepLiterals: opts.KeepLiterals, Partial: sample.on()}, tally.fromJoin)
+
+	k := &known{info: caps.Server, caps: caps, act: activity{until: time.Now().Add(startActiveFor)}} // a run starts as if busy
+	k.startedAt, _ = serverStart(ctx, db)
+	host := watchHost(collect.IsLocalHost(hostOf(addr)), watchedPorts(opts, addr), wire, notes)
+	locks := newLockReader(db, collect.DetectLockSources(ctx, db, caps.Server), ledger, notes)
+	conns := newConnReader(db, own, joiner, sample, notes, locks)
+	conns.read(ctx) // the connections already open: their handshake is not on the wire
+	readers := []reader{newStatusReader(statusDeps{db: db, own: own, joiner: joiner, sample: sample, side: side, known: k,
+		conns: conns, host: host, rowLocks: rowLocks, wantCounter: wantCounter, wire: wire})}
+	if readsRows {
+		readers = append(readers,
+			newHistoryReader(historyDeps{db: db, addr: addr, own: own, clock: clock, joiner: joiner, tally: tally, sample: sample,
+				side: side, notes: notes, losses: losses, known: k, conns: conns, consumers: consumers, cursor: targets.rows,
+				wire: wire, wake: pollerWake, pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval,
+				enableConsumers: opts.EnableConsumers, noWire: noWire, keepLiterals: opts.KeepLiterals}),
+			newTargetReader(targets, targetDeps{db: db, clock: clock, joiner: joiner, side: side, notes: notes, known: k,
+				locks: locks, gauge: newWireGauge(ctx, db, collect.IsLocalHost(hostOf(addr)) && !noWire, wire), wire: wire}))
 	}
-	e.poll.setIdentity()
-	e.poll.mapExistingConns(ctx)
-	e.poll.learnStart(ctx)
-	e.liveVars = e.poolVars(ctx)
-	if opts.Plans {
-		e.plans = plans.NewCatcher(db, plans.Options{Threshold: opts.PlansThreshold})
-	}
-	return e, nil
+	return &engine{opts: opts, db: db, addr: addr, clock: clock, consumers: consumers, capture: live, noWire: noWire,
+		wire: wire, readsRows: readsRows, joiner: joiner, sample: sample, tally: tally, txns: txns, host: host,
+		plans: newPlanCatcher(db, opts), poll: newPoller(pollerWake, clock, ledger, readers...), known: k, targets: targets,
+		locks: locks, work: work, side: side, notes: notes, losses: losses,
+		viewStage: viewStage{liveVars: poolVars(ctx, db)}}, nil
 }
 
-// wireInFlight is the capture's count of commands awaiting their answer,
-// nil without a capture (nothing then gates the running scans).
-func (e *engine) wireInFlight() *atomic.Int64 {
-	if e.live == nil {
-		return nil
+// calibrate is the run's clock, calibrated on the server; the table to
+// read ("" when it cannot be calibrated: server times cannot be aligned).
+func calibrate(ctx context.Context, db *sql.DB, table string, notes *noteList) (*collect.Recalibrator, string) {
+	// watch reads no waits: it leaves the server's wait timer as it is.
+	clock := &collect.Recalibrator{DB: db, Interval: time.Minute, Options: collect.CalibrateOptions{KeepWaitTimer: true}}
+	if err := clock.Once(ctx); err != nil && table != "" {
+		notes.add("clock calibration failed (%v): server times cannot be aligned; statements stay unjoined", err)
+		return clock, ""
 	}
-	return &e.wire.inFlight
+	return clock, table
 }
 
-// newJoinSample is the run's join sample: a fixed --sample, or every
+// runSample is the run's join sample: a fixed --sample, or every
 // connection; with a CPU budget, a governor that changes it, when there
 // is something to join (a capture and the server's rows). A run without
 // a capture joins nothing, and samples nothing.
-func (e *engine) newJoinSample() *joinSample {
+func runSample(opts Options, noWire, readsRows bool, own *ownAddrs, notes *noteList) *joinSample {
 	switch {
-	case e.noWire:
-		return newJoinSample(capture.All, nil, e.own)
-	case e.opts.Sample > 1:
-		e.notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", e.opts.Sample, e.opts.Sample)
-		return newJoinSample(capture.Sample{N: e.opts.Sample}, nil, e.own)
-	case e.opts.CPUBudget > 0 && e.readsRows:
-		return newJoinSample(capture.All, newGovernor(e.opts.CPUBudget, time.Now(), ProcessCPU()), e.own)
+	case noWire:
+		return newJoinSample(capture.All, nil, own)
+	case opts.Sample > 1:
+		notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", opts.Sample, opts.Sample)
+		return newJoinSample(capture.Sample{N: opts.Sample}, nil, own)
+	case opts.CPUBudget > 0 && readsRows:
+		return newJoinSample(capture.All, newGovernor(opts.CPUBudget, time.Now(), ProcessCPU()), own)
 	}
-	return newJoinSample(capture.All, nil, e.own)
+	return newJoinSample(capture.All, nil, own)
+}
+
+// newWireGauge is what tells the running scans that nothing runs: the
+// capture's commands in flight and the server's accepted connections,
+// when the server runs on this host beside a capture (watched); else
+// nothing can.
+func newWireGauge(ctx context.Context, db *sql.DB, watched bool, wire *wireStage) wireGauge {
+	if !watched {
+		return neverQuiet{}
+	}
+	accepts, err := openAcceptWatch(ctx, db)
+	if err != nil {
+		return neverQuiet{} // the scans keep their pace
+	}
+	return captureGauge{inFlight: &wire.inFlight, down: &wire.down, accepts: accepts}
 }
 
 // poolVars reads the settings the statement rules name (thread pool), for
 // the live view's findings.
-func (e *engine) poolVars(ctx context.Context) map[string]string {
-	vars, err := collect.GlobalVariables(ctx, e.db)
+func poolVars(ctx context.Context, db *sql.DB) map[string]string {
+	vars, err := collect.GlobalVariables(ctx, db)
 	if err != nil {
 		return nil
 	}
@@ -323,62 +292,61 @@ func (e *engine) poolVars(ctx context.Context) map[string]string {
 	return out
 }
 
-// fitMemoryLimit sets the runtime's soft memory limit to the run's goal
-// less the ring the capture mapped (Options.MemoryGoal).
-func (e *engine) fitMemoryLimit() {
-	if e.opts.MemoryGoal <= 0 {
-		return
+// watchedPorts are the server ports the run captures.
+func watchedPorts(opts Options, addr string) []uint16 {
+	if len(opts.Ports) == 0 {
+		return []uint16{portOf(addr)}
 	}
-	var ring int64
-	if e.live != nil {
-		ring = e.live.RingBytes()
-	}
-	debug.SetMemoryLimit(e.opts.MemoryGoal - ring)
+	return opts.Ports
 }
 
 // openCapture opens the live capture of every connection on the watched
-// ports (not started: startCapture runs it); without one (--no-capture,
-// no permission) the run is server-only, and a note says why.
-// An interface that cannot be chosen is an error: the user names one.
-func (e *engine) openCapture() (live capture.Source, noWire bool, err error) {
-	if e.opts.NoCapture {
-		e.noteServerOnly("no capture (--no-capture)")
-		return nil, true, nil
+// ports, feeding wire (not started: startCapture runs it); without one
+// (--no-capture, no permission) the run is server-only (noCapture), and a
+// note says why. An interface that cannot be chosen is an error: the user
+// names one.
+func openCapture(opts Options, addr string, wire *wireStage, readsRows bool, notes *noteList) (live capture.Source, noWire bool, err error) {
+	if opts.NoCapture {
+		noteServerOnly(notes, "no capture (--no-capture)")
+		return noCapture{}, true, nil
 	}
-	iface := e.opts.Iface
+	iface := opts.Iface
 	if iface == "" {
-		if iface, err = pickIface(hostOf(e.addr)); err != nil {
+		if iface, err = pickIface(hostOf(addr)); err != nil {
 			return nil, true, err
 		}
 	}
-	ports := e.opts.Ports
-	if len(ports) == 0 {
-		ports = []uint16{portOf(e.addr)}
-	}
-	live, err = capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: ports, KeepLiterals: e.opts.KeepLiterals,
-		CapturePoint: e.opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &e.wire.stalls, InFlight: &e.wire.inFlight},
-		RingMB: e.opts.RingMB, MaxRingMB: e.opts.MaxRingMB, Source: e.opts.Capture, ServerRows: e.readsRows})
+	live, err = capture.OpenSource(iface, capture.LiveOptions{Options: capture.Options{Ports: watchedPorts(opts, addr), KeepLiterals: opts.KeepLiterals,
+		CapturePoint: opts.CapturePoint, LocalAddrs: localAddrs(), Stalls: &wire.stalls, InFlight: &wire.inFlight},
+		RingMB: opts.RingMB, MaxRingMB: opts.MaxRingMB, Source: opts.Capture, ServerRows: readsRows})
 	if err != nil {
-		e.noteServerOnly(fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
-		err = nil
-		return nil, true, nil
+		noteServerOnly(notes, fmt.Sprintf("no capture on %s (%v; run as root or grant CAP_NET_RAW)", iface, err))
+		return noCapture{}, true, nil
 	}
-	if capture.SourceOf(e.opts.Capture) != capture.SourcePacket {
-		e.notes.add("capture: %s", live.Describe())
+	if capture.SourceOf(opts.Capture) != capture.SourcePacket {
+		notes.add("capture: %s", live.Describe())
 	}
 	return live, false, nil
 }
 
-// startCapture runs the capture, if the run has one, until ctx ends; its
-// statistics come on the channel it returns.
+// noCapture is the capture of a run without one: it waits for the run's
+// end and decodes nothing.
+type noCapture struct{}
+
+func (noCapture) Run(ctx context.Context, _ func(*event.Statement)) (capture.Stats, error) {
+	<-ctx.Done()
+	return capture.Stats{}, nil
+}
+func (noCapture) Close() error     { return nil }
+func (noCapture) Describe() string { return "none" }
+func (noCapture) RingBytes() int64 { return 0 }
+
+// startCapture runs the capture until ctx ends; its statistics come on the
+// channel it returns.
 func (e *engine) startCapture(ctx context.Context) <-chan capture.Stats {
 	done := make(chan capture.Stats, 1)
-	if e.live == nil {
-		done <- capture.Stats{}
-		return done
-	}
 	go func() {
-		st, err := e.live.Run(ctx, e.wire.take)
+		st, err := e.capture.Run(ctx, e.wire.take)
 		e.wire.down.Store(true)
 		if err != nil {
 			e.notes.add("capture stopped: %v", err)
@@ -388,13 +356,28 @@ func (e *engine) startCapture(ctx context.Context) <-chan capture.Stats {
 	return done
 }
 
-// startPlans runs the plan catcher beside the poller when asked.
+// planCatcher catches plan changes beside the poller (--plans); noPlans
+// without.
+type planCatcher interface {
+	Run(ctx context.Context) error
+	Findings() []event.Finding
+}
+
+func newPlanCatcher(db *sql.DB, opts Options) planCatcher {
+	if !opts.Plans {
+		return noPlans{}
+	}
+	return plans.NewCatcher(db, plans.Options{Threshold: opts.PlansThreshold})
+}
+
+type noPlans struct{}
+
+func (noPlans) Run(context.Context) error { return nil }
+func (noPlans) Findings() []event.Finding { return nil }
+
+// startPlans runs the plan catcher beside the poller.
 func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
-	if e.plans == nil {
-		close(done)
-		return done
-	}
 	go func() {
 		defer close(done)
 		if err := e.plans.Run(ctx); err != nil && ctx.Err() == nil {
@@ -489,28 +472,23 @@ func (e *engine) takeWire() {
 	}
 }
 
-// joined is the joiner's output, on whichever goroutine fed it. An
-// outlier the join gave up without its row gets the note that says why
-// watch's read of its thread did not find it; its reason is decided in the
-// sink (lostReason knows what the joiner cannot).
-func (e *engine) joined(s *event.Statement) {
-	if s.Outlier && s.Why.Kind() == event.KindUnjoined {
-		s.Notes = append(s.Notes, e.outlierMiss)
-	}
-	e.tally.add(s)
+// lostRows is what watch knows of the rows the join waited for in vain
+// (the tally's decideReason asks), which the joiner cannot.
+type lostRows struct {
+	sample *joinSample
+	losses *lossLog
 }
 
-// lostReason is why the row of a statement the join waited for never came,
-// when watch knows and the joiner cannot (the tally's decideReason asks):
-// its connection was cut out of the join sample after the joiner took it,
-// so the poller dropped its row since (or its connection was out when its
-// row was read, and a later cut, another pivot or another share, holds it
-// again); or the ring lost rows over its time. ReasonNone: nothing known.
-func (e *engine) lostReason(s *event.Statement) event.Reason {
+// reason is why the row of s never came: its connection was cut out of
+// the join sample after the joiner took it, so the poller dropped its row
+// since (or its connection was out when its row was read, and a later
+// cut, another pivot or another share, holds it again); or the ring lost
+// rows over its time. ReasonNone: nothing known.
+func (l lostRows) reason(s *event.Statement) event.Reason {
 	switch {
-	case !s.Outlier && (!joins(e.sample.get(), s.Conn) || e.sample.lostToSample(s.ConnID, s.TReqFirst)):
+	case !s.Outlier && (!joins(l.sample.get(), s.Conn) || l.sample.lostToSample(s.ConnID, s.TReqFirst)):
 		return event.SampledOut
-	case e.losses.covers(s.TRespLast):
+	case l.losses.covers(s.TRespLast):
 		return event.RingLost
 	}
 	return event.ReasonNone
@@ -525,11 +503,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	e.takeWire()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	e.poll.flushTargets(ctx)
-	time.Sleep(e.opts.PollInterval)
-	e.poll.pollStatements(ctx)
-	_ = e.sockets.readNow()
-	_ = e.path.readNow()
+	e.poll.final(ctx)
 	e.joiner.FlushAll()
 	e.tally.ledger.Close() // the transactions still open, as open
 	e.tally.out.close()    // every statement reached the sinks before the final snapshot
@@ -540,10 +514,8 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Duration) *Result {
 	elapsed := time.Since(started)
 	own := e.ownCost(elapsed, ProcessCPU()-startCPU)
-	if g := e.sample.gov; g != nil {
-		if n := g.note(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
-			e.notes.add("%s", n)
-		}
+	if n := e.sample.govNote(started.UnixMicro(), time.Now().UnixMicro()); n != "" {
+		e.notes.add("%s", n)
 	}
 	window, groups := e.tally.snapshot()
 	clock, _ := e.clock.Clock()
@@ -552,17 +524,17 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	server.QueueDrops = e.wire.queueDrops.Load()
 	server.OwnFiltered = e.wire.ownHits.Load()
 	server.SlowDrops = e.wire.slowDrops.Load()
-	server.PollerWakes = e.poll.wakes
-	server.TargetedMissed = e.poll.targets.missedCount()
-	server.LockReads = e.poll.locks.reads
+	server.PollerWakes = e.poll.wakes.Load()
+	server.TargetedMissed = e.targets.missedCount()
+	server.LockReads = e.locks.reads
 	pool := e.side.pool
 	e.side.serverM.Unlock()
 	e.noteLosses(st, server)
 	if n := pathNote(st.Path, clock.ErrorUS); n != "" {
 		e.notes.add("%s", n)
 	}
-	res := &Result{Server: e.poll.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
-		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own, KernelPath: e.path.summary()}
+	res := &Result{Server: e.known.info, Capture: st, Join: e.joiner.Stats(), ServerSide: server, Clock: clock,
+		Groups: groups, Window: window, ElapsedUS: elapsed.Microseconds(), Own: own, KernelPath: e.host.path()}
 	res.Coverage = e.coverage(res.Join, server)
 	txns, txnCount := e.txns.recent()
 	res.Transactions = txn.Summarize(txns, txnCount)
@@ -579,9 +551,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	}
 	e.tally.mu.Unlock()
 	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool), diagnose.WatchRules()...)
-	if e.plans != nil {
-		res.Findings = append(res.Findings, e.plans.Findings()...)
-	}
+	res.Findings = append(res.Findings, e.plans.Findings()...)
 	res.Notes = e.notes.all()
 	return res
 }
@@ -617,38 +587,16 @@ func (e *engine) diagnoseWindow(window []event.Statement, pool []collect.PoolGro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w, err := diagnose.ServerWindow(ctx, e.db, e.poll.caps, cores)
+	w, err := diagnose.ServerWindow(ctx, e.db, e.known.caps, cores)
 	if err != nil {
 		e.notes.add("server settings unreadable (%v): configuration rules skipped", err)
-		w = &diagnose.Window{Flavor: e.poll.info.Flavor, Version: e.poll.info.Version}
+		w = &diagnose.Window{Flavor: e.known.info.Flavor, Version: e.known.info.Version}
 	}
 	w.Statements = window
 	w.Transactions, w.TxnSeen = e.txns.recent()
-	w.RwndLimitedUS = e.sockets.limited()
+	w.RwndLimitedUS = e.host.limited()
 	if pool != nil {
 		w.PoolGroups = diagnose.PoolGroupsFrom(pool)
 	}
 	return w
-}
-
-// watchSockets starts following the server's sockets' receive-window
-// limits when the server runs on this host (sock_diag sees only local
-// sockets). It says so when the kernel cannot tell.
-func (e *engine) watchSockets() {
-	ports := e.opts.Ports
-	if len(ports) == 0 {
-		ports = []uint16{portOf(e.addr)}
-	}
-	if !collect.IsLocalHost(hostOf(e.addr)) {
-		e.path = newPathWatch(ports, &e.wire.taken) // the application's side: its sockets' round trips
-		if err := e.path.readNow(); err != nil {
-			e.path = nil
-		}
-		return
-	}
-	e.sockets = newSocketWatch(ports, &e.wire.stalls)
-	if err := e.sockets.readNow(); err != nil {
-		e.notes.add("server sockets' TCP_INFO unreadable (%v): stalls come from the wire only", err)
-		e.sockets = nil
-	}
 }

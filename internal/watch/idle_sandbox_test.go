@@ -63,7 +63,7 @@ const (
 func idleChild(t *testing.T, dsn string) {
 	opts := DefaultOptions()
 	opts.DSN, opts.Iface = dsn, "lo"
-	opts.Ready = func() { fmt.Println(idleReady) }
+	opts.Ready = func(Started) { fmt.Println(idleReady) }
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := Run(ctx, opts); err != nil {
@@ -175,15 +175,15 @@ func TestOwnRecalibrationIsNotActivity(t *testing.T) {
 			n++
 		}
 	}()
-	p := &poller{db: db, own: own}
+	p := &statusReader{statusDeps: statusDeps{db: db, own: own, known: &known{}, wire: testWire()}}
 	const reads = 300
 	active := 0
 	for range reads {
 		if _, now, err := p.readStatus(ctx); err != nil {
 			t.Fatal(err)
-		} else if p.act.active(now) {
+		} else if p.known.act.active(now) {
 			active++
-			p.act.until = time.Time{}
+			p.known.act.until = time.Time{}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -205,7 +205,7 @@ func TestOwnRecalibrationIsNotActivity(t *testing.T) {
 	if _, err := client.ExecContext(ctx, "DO 1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, now, err := p.readStatus(ctx); err != nil || !p.act.active(now) {
+	if _, now, err := p.readStatus(ctx); err != nil || !p.known.act.active(now) {
 		t.Errorf("a socket client's statement after the calibrations was not seen (err %v)", err)
 	}
 }

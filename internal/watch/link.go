@@ -3,8 +3,8 @@ package watch
 import (
 	"context"
 	"net"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -16,10 +16,10 @@ type serverLink struct {
 	since   time.Time
 	backoff time.Duration
 	retryAt time.Time
-	// answered gets a value when the server's port accepts a connection
-	// again (probePort), to retry then rather than at the back-off's end.
-	answered chan struct{}
-	// stopProbe ends the probe of the last failure.
+	// wake is the poller's: the probe of the last failure (probePort)
+	// wakes it when the server's port accepts a connection again, to retry
+	// then rather than at the back-off's end; stopProbe ends that probe.
+	wake      chan struct{}
 	stopProbe context.CancelFunc
 }
 
@@ -45,24 +45,21 @@ func (l *serverLink) up() {
 	if l.stopProbe != nil {
 		l.stopProbe()
 	}
-	*l = serverLink{answered: l.answered}
+	*l = serverLink{wake: l.wake}
 }
 
 // linkFailed backs off after a failed poll or reconnection and watches the
 // server's port meanwhile: a restarted server answers on it first, and
 // waiting out a back-off of seconds from then would leave its statements
 // unread for as long.
-func (p *poller) linkFailed(ctx context.Context) {
-	p.link.failed(time.Now(), p.pollEvery)
-	if p.link.answered == nil {
-		p.link.answered = make(chan struct{}, 1)
-	}
-	if p.link.stopProbe != nil {
-		p.link.stopProbe()
+func (h *historyReader) linkFailed(ctx context.Context) {
+	h.link.failed(time.Now(), h.pollEvery)
+	if h.link.stopProbe != nil {
+		h.link.stopProbe()
 	}
 	pctx, stop := context.WithCancel(ctx)
-	p.link.stopProbe = stop
-	go probePort(pctx, p.addr, p.link.answered)
+	h.link.stopProbe = stop
+	go probePort(pctx, h.addr, h.answered, h.link.wake)
 }
 
 // portProbeEvery is how often probePort dials the server's port while it
@@ -70,8 +67,9 @@ func (p *poller) linkFailed(ctx context.Context) {
 const portProbeEvery = 200 * time.Millisecond
 
 // probePort dials addr (host:port, or a socket path) every portProbeEvery
-// until it accepts a connection, then sends on answered, or until ctx ends.
-func probePort(ctx context.Context, addr string, answered chan<- struct{}) {
+// until it accepts a connection, then sets answered and wakes the poller,
+// or until ctx ends.
+func probePort(ctx context.Context, addr string, answered *atomic.Bool, wake chan struct{}) {
 	network := "tcp"
 	if strings.HasPrefix(addr, "/") {
 		network = "unix"
@@ -90,10 +88,8 @@ func probePort(ctx context.Context, addr string, answered chan<- struct{}) {
 			continue
 		}
 		conn.Close()
-		select {
-		case answered <- struct{}{}:
-		default: // a wake-up is pending already
-		}
+		answered.Store(true)
+		signal(wake)
 		return
 	}
 }
@@ -105,37 +101,36 @@ func probePort(ctx context.Context, addr string, answered chan<- struct{}) {
 // history was emptied by the restart, so all it holds is new: the cursor
 // reads it from its start, and the wire statements run since the restart
 // wait for those rows.
-func (p *poller) resume(ctx context.Context) bool {
-	if err := p.db.PingContext(ctx); err != nil {
+func (h *historyReader) resume(ctx context.Context) bool {
+	if err := h.db.PingContext(ctx); err != nil {
 		return false
 	}
-	prev, _ := p.clock.Clock()
-	c, calErr := collect.CalibrateWith(ctx, p.db, collect.CalibrateOptions{KeepWaitTimer: true})
+	prev, _ := h.clock.Clock()
+	c, calErr := collect.CalibrateWith(ctx, h.db, collect.CalibrateOptions{KeepWaitTimer: true})
 	moved := calErr == nil && absInt64(c.OriginUS-prev.OriginUS) > restartJumpUS
-	started, known := p.serverRestarted(ctx)
+	started, known := h.serverRestarted(ctx)
 	restarted := started || moved || !known || calErr != nil
 	if restarted {
 		// Only a restart seen for sure has a history of new rows only; when
 		// it cannot be told, reading the whole ring again could repeat rows.
-		if !p.restartCursor(ctx, started || moved) {
+		if !h.restartCursor(ctx, started || moved) {
 			return false
 		}
 	}
 	if calErr != nil { // history was off until the consumers came back
-		if c, calErr = collect.CalibrateWith(ctx, p.db, collect.CalibrateOptions{KeepWaitTimer: true}); calErr != nil {
+		if c, calErr = collect.CalibrateWith(ctx, h.db, collect.CalibrateOptions{KeepWaitTimer: true}); calErr != nil {
 			return false
 		}
 	}
-	p.clock.Set(c)
+	h.clock.Set(c)
 	if restarted {
 		// The timer's origin is the server's start: what the wire saw since
 		// then belongs to the new server (connection and thread ids start over).
-		p.joiner.ResetSince(c.OriginUS, nowUS())
-		p.targets.forget() // thread ids start over too
+		h.joiner.ResetSince(c.OriginUS, nowUS())
 	}
-	p.side.serverM.Lock()
-	p.side.server.Reconnects++
-	p.side.serverM.Unlock()
+	h.side.serverM.Lock()
+	h.side.server.Reconnects++
+	h.side.serverM.Unlock()
 	what := "reconnected"
 	if restarted {
 		what = "the server had restarted: re-calibrated the clock and restarted the statement cursor"
@@ -143,8 +138,8 @@ func (p *poller) resume(ctx context.Context) bool {
 			what += " from the start of its history, emptied by the restart"
 		}
 	}
-	p.notes.add("server back at %s after %s (%s)", time.Now().Format(time.TimeOnly), time.Since(p.link.since).Round(time.Millisecond), what)
-	p.link.up()
+	h.notes.add("server back at %s after %s (%s)", time.Now().Format(time.TimeOnly), time.Since(h.link.since).Round(time.Millisecond), what)
+	h.link.up()
 	return true
 }
 
@@ -155,26 +150,23 @@ const restartJumpUS = 100_000
 // restartCursor re-reads what the server offers and starts a new cursor:
 // from the history's start when fromStart (a restart emptied it, so every
 // row is new), else from now on.
-func (p *poller) restartCursor(ctx context.Context, fromStart bool) bool {
-	caps, err := collect.GatherCapabilities(ctx, p.db)
+func (h *historyReader) restartCursor(ctx context.Context, fromStart bool) bool {
+	caps, err := collect.GatherCapabilities(ctx, h.db)
 	if err != nil {
 		return false
 	}
-	p.caps, p.info = caps, caps.Server
-	p.setIdentity()
-	table, restore := prepareConsumers(ctx, p.db, p.caps, p.enableConsumers, p.notes)
-	if restore != nil {
-		p.restore = restore
-	}
+	h.known.caps, h.known.info = caps, caps.Server
+	h.side.setIdentity(caps.Server)
+	table, restore := prepareConsumers(ctx, h.db, caps, h.enableConsumers, h.notes)
+	h.consumers.replace(restore)
 	if table == "" {
 		return false
 	}
-	c, err := newJoinCursor(ctx, p.db, table, !fromStart)
+	c, err := newJoinCursor(ctx, h.db, table, !fromStart, h.noWire)
 	if err != nil {
 		return false
 	}
-	fitCursor(c, p.noWire)
-	p.cursor = c
+	h.cursor.set(c) // thread ids start over: the targets forget theirs
 	return true
 }
 
@@ -188,39 +180,16 @@ func absInt64(v int64) int64 {
 // serverRestarted compares when the server says it started (now − Uptime,
 // good to a second) with the last start seen; known is false when it
 // cannot tell.
-func (p *poller) serverRestarted(ctx context.Context) (restarted, known bool) {
-	start, ok := p.serverStart(ctx)
+func (h *historyReader) serverRestarted(ctx context.Context) (restarted, known bool) {
+	start, ok := serverStart(ctx, h.db)
 	if !ok {
 		return false, false
 	}
-	known = p.startedAt != 0
-	restarted = known && start-p.startedAt > restartSlackS
-	p.startedAt = start
+	known = h.known.startedAt != 0
+	restarted = known && start-h.known.startedAt > restartSlackS
+	h.known.startedAt = start
 	return restarted, known
 }
 
 // restartSlackS absorbs Uptime's one-second resolution.
 const restartSlackS = 2
-
-// learnStart records the server's start, against which a lost connection
-// is told from a restart.
-func (p *poller) learnStart(ctx context.Context) {
-	p.startedAt, _ = p.serverStart(ctx)
-}
-
-// serverStart returns the server's start as Unix seconds.
-func (p *poller) serverStart(ctx context.Context) (int64, bool) {
-	status, err := collect.GlobalStatus(ctx, p.db)
-	if err != nil {
-		return 0, false
-	}
-	return startFromUptime(status)
-}
-
-func startFromUptime(status map[string]string) (int64, bool) {
-	up, err := strconv.ParseInt(status["Uptime"], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return time.Now().Unix() - up, true
-}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -73,9 +74,6 @@ func (r *rowLockSamples) between(from, to int64) (int64, bool) {
 
 // noteRowLocks records the counter from a status read.
 func (r *rowLockSamples) noteStatus(at time.Time, status map[string]string) {
-	if r == nil {
-		return
-	}
 	if v, err := strconv.ParseInt(status[rowLockStatus], 10, 64); err == nil {
 		r.add(at.UnixMicro(), v)
 	}
@@ -123,26 +121,18 @@ func (k *txnTally) recent() ([]event.Transaction, int64) {
 }
 
 // newLedger makes the run's ledger; its transactions go to tally, its
-// wish for a fresh reading of the row-lock counter to want.
-func newLedger(tally *txnTally, samples *rowLockSamples, want chan struct{}) *txn.Ledger {
-	opts := txn.Options{Emit: tally.add, WantCounter: func() { signal(want) }}
-	if samples != nil {
-		opts.RowLockWaits = samples.between
-	}
-	return txn.New(opts)
+// wish for a fresh reading of the row-lock counter sets want and wakes
+// the poller (the status reader serves it).
+func newLedger(tally *txnTally, samples *rowLockSamples, want *atomic.Bool, wake chan struct{}) *txn.Ledger {
+	return txn.New(txn.Options{Emit: tally.add, RowLockWaits: samples.between, WantCounter: func() {
+		want.Store(true)
+		signal(wake)
+	}})
 }
 
 // TxnSink is a Sink that also takes each finished transaction.
 type TxnSink interface {
 	Transaction(t *event.Transaction)
-}
-
-// readRowLocksWanted reads the row-lock counter when the ledger asked for
-// it (txn.Options.WantCounter): a statement matched to a release on the
-// wire waits for a reading past its end, which the regular status read
-// would give only up to a second later. Nothing else asks for it.
-func (p *poller) readRowLocksWanted(ctx context.Context) {
-	p.rowLocks.readNow(ctx, p.db)
 }
 
 // last is the latest reading's time.
@@ -160,10 +150,14 @@ func (r *rowLockSamples) last() (int64, bool) {
 // the fact, from the wire (txn.Ledger).
 const lockReadAfter = 500 * time.Millisecond
 
-// lockReads reads the server's lock tables while statements run long; the
-// poller's alone. Nothing is read while nothing runs long.
-type lockReads struct {
-	src collect.LockSources
+// lockReader reads the server's lock tables while statements run long
+// (the running scans and the processlist find them), on the poller's
+// goroutine. Nothing is read while nothing runs long.
+type lockReader struct {
+	db     *sql.DB
+	ledger *txn.Ledger // what the tables show goes there
+	notes  *noteList
+	src    collect.LockSources
 	// covered are the long statements a read already looked at, by the
 	// connection's server id: their start (Unix µs).
 	covered map[uint64]int64
@@ -172,8 +166,8 @@ type lockReads struct {
 	noted   bool
 }
 
-func newLockReads(src collect.LockSources) *lockReads {
-	return &lockReads{src: src, covered: map[uint64]int64{}}
+func newLockReader(db *sql.DB, src collect.LockSources, ledger *txn.Ledger, notes *noteList) *lockReader {
+	return &lockReader{db: db, ledger: ledger, notes: notes, src: src, covered: map[uint64]int64{}}
 }
 
 // longStatement is a statement seen running for lockReadAfter or more.
@@ -182,12 +176,11 @@ type longStatement struct {
 	startUS int64
 }
 
-// maybeRead reads the lock tables when a long statement no read has
+// read reads the lock tables when a long statement no read has
 // looked at is running, no sooner than collect.MinLockWaitsInterval after
 // the last read (the InnoDB tables are a snapshot refreshed no faster),
 // and hands what it finds to the ledger.
-func (p *poller) maybeReadLocks(ctx context.Context, long []longStatement) {
-	l := p.locks
+func (l *lockReader) read(ctx context.Context, long []longStatement) {
 	now := time.Now()
 	fresh := false
 	for _, s := range long {
@@ -200,7 +193,7 @@ func (p *poller) maybeReadLocks(ctx context.Context, long []longStatement) {
 		return
 	}
 	l.last = now
-	waits, err := collect.ReadLockWaits(ctx, p.db, l.src)
+	waits, err := collect.ReadLockWaits(ctx, l.db, l.src)
 	l.reads++
 	if len(l.covered) > 4096 {
 		clear(l.covered)
@@ -209,18 +202,18 @@ func (p *poller) maybeReadLocks(ctx context.Context, long []longStatement) {
 		l.covered[s.connID] = s.startUS
 	}
 	if err != nil && len(waits) == 0 {
-		p.notes.add("lock tables unreadable (%v): lock waits are attributed from the wire only", err)
+		l.notes.add("lock tables unreadable (%v): lock waits are attributed from the wire only", err)
 		return
 	}
 	if !l.noted {
 		l.noted = true
-		p.notes.add("lock waits of statements running over %s read from %s", lockReadAfter, l.describe())
+		l.notes.add("lock waits of statements running over %s read from %s", lockReadAfter, l.describe())
 	}
-	p.ledger.Observe(now.UnixMicro(), seenOf(waits))
+	l.ledger.Observe(now.UnixMicro(), seenOf(waits))
 }
 
 // describe names the sources a read uses.
-func (l *lockReads) describe() string {
+func (l *lockReader) describe() string {
 	var parts []string
 	if l.src.Rows != "" {
 		parts = append(parts, l.src.Rows+" (row locks)")

@@ -33,7 +33,7 @@ func TestOutlierJoinedAtTheEnd(t *testing.T) {
 		}
 	}))
 	ready := make(chan struct{})
-	opts.Ready = func() { close(ready) }
+	opts.Ready = func(Started) { close(ready) }
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan *Result, 1)
 	go func() {

@@ -40,7 +40,7 @@ func newPathWatch(ports []uint16, statements *atomic.Int64) *pathWatch {
 // poll is the periodic read: only when the wire saw statements since the
 // last one.
 func (w *pathWatch) poll() error {
-	if w == nil || !w.gate.open() {
+	if !w.gate.open() {
 		return nil
 	}
 	return w.readNow()
@@ -49,9 +49,6 @@ func (w *pathWatch) poll() error {
 // readNow reads the sockets connected to the server's ports; an error
 // keeps what was read before.
 func (w *pathWatch) readNow() error {
-	if w == nil {
-		return nil
-	}
 	var got []capture.SocketStat
 	for _, p := range w.ports {
 		s, err := capture.PeerSockets(p)
@@ -74,11 +71,10 @@ func (w *pathWatch) readNow() error {
 	return nil
 }
 
-// summary returns the medians over the sockets read (nil: none).
-func (w *pathWatch) summary() *KernelPath {
-	if w == nil {
-		return nil
-	}
+func (*pathWatch) limited() map[string]int64 { return nil }
+
+// path returns the medians over the sockets read (nil: none).
+func (w *pathWatch) path() *KernelPath {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var mins, rtts, vars []int64

@@ -20,15 +20,15 @@ func TestPathNoteOnlyOffTheServerHost(t *testing.T) {
 }
 
 func TestPathWatchSummary(t *testing.T) {
-	var none *pathWatch
-	if none.poll() != nil || none.summary() != nil {
-		t.Error("a nil path watch reads something")
+	var none hostSockets = noSockets{}
+	if none.poll() != nil || none.path() != nil || none.limited() != nil {
+		t.Error("no host sockets read something")
 	}
 	w := newPathWatch(nil, nil)
 	w.socks["a"] = capture.SocketStat{MinRTTUS: 10_100, RTTUS: 12_000, RTTVarUS: 900}
 	w.socks["b"] = capture.SocketStat{MinRTTUS: 10_200, RTTUS: 11_000, RTTVarUS: 700}
 	w.socks["c"] = capture.SocketStat{} // not measured yet
-	k := w.summary()
+	k := w.path()
 	if k == nil || k.Sockets != 2 || k.MinRTTUS != 10_200 || k.RTTUS != 12_000 || k.RTTVarUS != 900 {
 		t.Errorf("summary %+v", k)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,11 +199,11 @@ func TestProbePortSignalsWhenThePortAnswers(t *testing.T) {
 	ln.Close() // the port is closed: the probe keeps dialling
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	answered := make(chan struct{}, 1)
-	go probePort(ctx, addr, answered)
+	wake, answered := make(chan struct{}, 1), &atomic.Bool{}
+	go probePort(ctx, addr, answered, wake)
 	time.Sleep(3 * portProbeEvery)
 	select {
-	case <-answered:
+	case <-wake:
 		t.Fatal("signalled while the port was closed")
 	default:
 	}
@@ -211,7 +212,10 @@ func TestProbePortSignalsWhenThePortAnswers(t *testing.T) {
 	}
 	defer ln.Close()
 	select {
-	case <-answered:
+	case <-wake:
+		if !answered.Load() {
+			t.Error("woke the poller without saying the port answered")
+		}
 	case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
 		t.Fatal("no signal after the port started accepting")
 	}

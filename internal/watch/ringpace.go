@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/gapscope/gapscope/internal/collect"
 )
 
 // The ring's pace. events_statements_history_long is a ring of the whole
@@ -48,14 +50,16 @@ const ringShare = 0.5
 // of 5,000 rows or more never below the default floor, 250 ms).
 const ringScanRate = 20_000
 
-// ringPace is the poller's side of the ring's pace: the wire's count and
-// watch's own at the last read's start, and the mark at which the wire
-// wakes it (wireStage.ringMark).
+// ringPace is the history reader's side of the ring's pace: the wire's
+// count and watch's own at the last read's start, and the mark at which
+// the wire wakes the poller (wireStage.ringMark).
 type ringPace struct {
 	// mark is the wire's statement count at which it wakes the poller
-	// (math.MaxInt64: not armed); wake is where it does.
-	mark *atomic.Int64
-	wake <-chan struct{}
+	// (math.MaxInt64: not armed); taken is the wire's count, own watch's
+	// pool, which counts its own statements.
+	mark  *atomic.Int64
+	taken *atomic.Int64
+	own   *ownAddrs
 	// budget is ringShare of the ring, in rows (0: the pace is off: no
 	// wire, or a table that is not the server-wide ring); fastest is the
 	// shortest interval between reads (ringScanRate).
@@ -66,46 +70,47 @@ type ringPace struct {
 	taken0, own0 int64
 }
 
-// startRingPace turns the ring's pace on for a poller that reads the
-// server-wide ring and sees the wire.
-func (p *poller) startRingPace(w *wireStage) {
-	if p.cursor == nil || p.noWire || p.cursor.Table() != "events_statements_history_long" {
-		return
+// newRingPace is the ring's pace of a reader of c: on for the server-wide
+// ring beside a wire, off (a zero budget) otherwise.
+func newRingPace(w *wireStage, c *collect.StatementCursor, info collect.ServerInfo, noWire bool) ringPace {
+	if noWire || c.Table() != "events_statements_history_long" {
+		return ringPace{}
 	}
-	ring := p.info.HistoryLongSize
+	ring := info.HistoryLongSize
 	if ring <= 0 {
 		ring = 1000
 	}
-	p.ring = ringPace{mark: &w.ringMark, wake: w.ringFill, budget: max(int64(float64(ring)*ringShare), 1),
+	return ringPace{mark: &w.ringMark, taken: &w.taken, own: w.own, budget: max(int64(float64(ring)*ringShare), 1),
 		fastest: time.Duration(ring) * time.Second / ringScanRate}
-	p.noteRingRead()
 }
 
 // noteRingRead records the counts as a read of history_long begins: the
 // rows that ended before are in it.
-func (p *poller) noteRingRead() {
-	if p.ring.budget == 0 {
+func (h *historyReader) noteRingRead() {
+	r := &h.ring
+	if r.budget == 0 {
 		return
 	}
-	p.ring.taken0, p.ring.own0 = p.wireTaken.Load(), p.own.pool.Statements()
-	p.rearmRing()
+	r.taken0, r.own0 = r.taken.Load(), r.own.pool.Statements()
+	h.rearmRing()
 }
 
-// ringFill is how many rows entered the ring since the last read began.
-func (p *poller) ringFill() int64 {
-	return (p.wireTaken.Load() - p.ring.taken0) + (p.own.pool.Statements() - p.ring.own0)
+// fill is how many rows entered the ring since the last read began.
+func (r *ringPace) fill() int64 {
+	return (r.taken.Load() - r.taken0) + (r.own.pool.Statements() - r.own0)
 }
 
 // rearmRing sets the wire's mark to the count at which the ring will have
 // filled its share, watch's own statements since the read counted. A ring
 // already due keeps the mark the wire cleared: the read arms it again, and
 // until then the wire does not wake the poller for every statement.
-func (p *poller) rearmRing() {
-	if p.ring.budget == 0 || p.ringFill() >= p.ring.budget {
+func (h *historyReader) rearmRing() {
+	r := &h.ring
+	if r.budget == 0 || r.fill() >= r.budget {
 		return
 	}
-	own := p.own.pool.Statements() - p.ring.own0
-	p.ring.mark.Store(p.ring.taken0 + p.ring.budget - own)
+	own := r.own.pool.Statements() - r.own0
+	r.mark.Store(r.taken0 + r.budget - own)
 }
 
 // ringDue says whether history_long is to be read now: the ring filled
@@ -114,23 +119,24 @@ func (p *poller) rearmRing() {
 // faster turns over between any two reads: it is left to the regular
 // pace, whose timer reads it as before (at the floor while it loses
 // rows), so a saturated server is read no more often than it was.
-func (p *poller) ringDue(now time.Time) bool {
-	if p.ring.budget == 0 || p.link.down {
+func (h *historyReader) ringDue(now time.Time) bool {
+	r := &h.ring
+	if r.budget == 0 || h.link.down {
 		return false
 	}
-	fill := p.ringFill()
-	if fill < p.ring.budget {
+	fill := r.fill()
+	if fill < r.budget {
 		return false
 	}
-	elapsed := now.Sub(time.UnixMicro(p.lastPollAt))
-	if elapsed >= p.minPollEvery {
+	elapsed := now.Sub(time.UnixMicro(h.lastPollAt))
+	if elapsed >= h.minPollEvery {
 		return true
 	}
 	// How long the share took to fill at the rate since the last read;
 	// the server's rate over the last status read must allow the fast
 	// pace too, so that a saturated server's dips do not buy it reads.
-	filled := time.Duration(float64(elapsed) * float64(p.ring.budget) / float64(fill))
-	return filled >= p.ring.fastest && p.queryRate*p.ring.fastest.Seconds() < float64(p.ring.budget)
+	filled := time.Duration(float64(elapsed) * float64(r.budget) / float64(fill))
+	return filled >= r.fastest && h.known.queryRate*r.fastest.Seconds() < float64(r.budget)
 }
 
 // noteRingTaken is the wire's side: called with the count after each
@@ -138,6 +144,6 @@ func (p *poller) ringDue(now time.Time) bool {
 // (once: the poller arms it again).
 func (w *wireStage) noteRingTaken(n int64) {
 	if m := w.ringMark.Load(); n >= m && w.ringMark.CompareAndSwap(m, math.MaxInt64) {
-		signal(w.ringFill)
+		signal(w.pollerWake)
 	}
 }

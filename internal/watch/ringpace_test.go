@@ -5,15 +5,21 @@ import (
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
+	"github.com/gapscope/gapscope/internal/txn"
 )
 
-// ringPoller is a poller reading a ring of size rows, its wire stage.
-func ringPoller(size int) (*poller, *wireStage) {
-	w := newWireStage(newOwnAddrs(), 16, true, nil)
-	p := &poller{wireTaken: &w.taken, own: w.own, cursor: collect.NewJoinCursor("events_statements_history_long"),
-		minPollEvery: 250 * time.Millisecond, info: collect.ServerInfo{HistoryLongSize: size}, targets: newTargets(false, false)}
-	p.startRingPace(w)
-	return p, w
+// ringReader is a history reader of a ring of size rows, its wire stage.
+func ringReader(size int, table string, noWire bool) (*historyReader, *wireStage) {
+	w := newWireStage(newOwnAddrs(), 16, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1))
+	h := &historyReader{historyDeps: historyDeps{own: w.own, minPollEvery: 250 * time.Millisecond,
+		known: &known{info: collect.ServerInfo{HistoryLongSize: size}}}}
+	h.ring = newRingPace(w, collect.NewJoinCursor(table), h.known.info, noWire)
+	h.noteRingRead()
+	return h, w
+}
+
+func ringPoller(size int) (*historyReader, *wireStage) {
+	return ringReader(size, "events_statements_history_long", false)
 }
 
 func ringTake(w *wireStage, n int) {
@@ -24,7 +30,7 @@ func ringTake(w *wireStage, n int) {
 
 func ringWoken(w *wireStage) bool {
 	select {
-	case <-w.ringFill:
+	case <-w.pollerWake:
 		return true
 	default:
 		return false
@@ -68,18 +74,19 @@ func TestRingPace(t *testing.T) {
 	}
 	// The same, the server at 12,000 statements a second over the last
 	// status read: saturated, left to the regular pace.
-	p.queryRate = 12_000
+	p.known.queryRate = 12_000
 	if p.ringDue(now) {
 		t.Error("due at 12,000 statements a second")
 	}
-	p.queryRate = 3_000
+	p.known.queryRate = 3_000
 	// 700 rows in 20 ms: the ring turns over between any two reads.
 	p.lastPollAt = now.Add(-20 * time.Millisecond).UnixMicro()
 	if p.ringDue(now) {
 		t.Error("due with 700 rows 20 ms after a read")
 	}
-	if wait, ok := p.nextWake(now); ok {
-		t.Errorf("nextWake = %s: a saturated ring woke the poller", wait)
+	p.tickAt = now.Add(time.Second)
+	if wait, _ := p.next(now); wait < time.Second {
+		t.Errorf("next = %s: a saturated ring woke the poller before the regular pace", wait)
 	}
 	// A read arms it again from the counts at its start.
 	p.noteRingRead()
@@ -110,14 +117,11 @@ func TestRingPaceOff(t *testing.T) {
 	if !big.ringDue(now.Add(50 * time.Millisecond)) {
 		t.Error("a 10,000-row ring half filled is not due at the floor")
 	}
-	for name, p := range map[string]*poller{
-		"no wire":    {noWire: true, cursor: collect.NewJoinCursor("events_statements_history_long")},
-		"per thread": {cursor: collect.NewJoinCursor("events_statements_history")},
-		"no cursor":  {},
+	for name, table := range map[string]string{
+		"no wire":    "events_statements_history_long",
+		"per thread": "events_statements_history",
 	} {
-		w := newWireStage(newOwnAddrs(), 16, true, nil)
-		p.wireTaken, p.own = &w.taken, w.own
-		p.startRingPace(w)
+		p, w := ringReader(1000, table, name == "no wire")
 		ringTake(w, 10_000)
 		if ringWoken(w) {
 			t.Errorf("%s: the wire woke the poller", name)

@@ -67,7 +67,7 @@ func newJoinSample(s capture.Sample, gov *governor, own *ownAddrs) *joinSample {
 }
 
 // on reports whether sampling is on (connections left out).
-func (c *joinSample) on() bool { return c != nil && c.get().On() }
+func (c *joinSample) on() bool { return c.get().On() }
 
 func (c *joinSample) get() capture.Sample {
 	c.mu.Lock()
@@ -358,6 +358,18 @@ func (c *joinSample) followedConns(s capture.Sample) (held, wired int) {
 		}
 	}
 	return held, len(c.appPorts)
+}
+
+// sampleRefresh bounds how often new connections trigger a processlist read.
+const sampleRefresh = 200 * time.Millisecond
+
+// govNote says what the budget's governor did over the run ("" without a
+// budget).
+func (c *joinSample) govNote(startUS, endUS int64) string {
+	if c.gov == nil {
+		return ""
+	}
+	return c.gov.note(startUS, endUS)
 }
 
 // cost is what the budget did, for the run's OwnCost (nothing without a

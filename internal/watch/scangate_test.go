@@ -20,18 +20,19 @@ func TestWireQuietGatesOnlyWhatTheWireSees(t *testing.T) {
 	writeRuns(t, stat, 207)
 	accepts := &acceptWatch{path: stat}
 	accepts.recent(now.Add(-time.Hour)) // the first read
-	quiet := func() *poller { return &poller{wireInFlight: &inFlight, wireDown: &down, accepts: accepts} }
+	quiet := func() *targetReader {
+		return &targetReader{targetDeps: targetDeps{gauge: captureGauge{inFlight: &inFlight, down: &down, accepts: accepts}, known: &known{}}}
+	}
 	if !quiet().wireQuiet(now) {
 		t.Fatal("nothing in flight, every client seen: not quiet")
 	}
-	cases := map[string]func(p *poller){
-		"no capture":         func(p *poller) { p.wireInFlight, p.wireDown = nil, nil },
-		"capture stopped":    func(*poller) { down.Store(true) },
-		"a command inflight": func(*poller) { inFlight.Store(1) },
-		"unseen connections": func(p *poller) { p.unseenUntil = now.Add(time.Second) },
-		"statements unseen":  func(p *poller) { p.shortUntil = now.Add(time.Second) },
-		"server not watched": func(p *poller) { p.accepts = nil },
-		"a client connected": func(*poller) { writeRuns(t, stat, 209) },
+	cases := map[string]func(r *targetReader){
+		"no capture, or the server not watched": func(r *targetReader) { r.gauge = neverQuiet{} },
+		"capture stopped":                       func(*targetReader) { down.Store(true) },
+		"a command inflight":                    func(*targetReader) { inFlight.Store(1) },
+		"unseen connections":                    func(r *targetReader) { r.known.unseenUntil = now.Add(time.Second) },
+		"statements unseen":                     func(r *targetReader) { r.known.shortUntil = now.Add(time.Second) },
+		"a client connected":                    func(*targetReader) { writeRuns(t, stat, 209) },
 	}
 	for name, change := range cases {
 		inFlight.Store(0)
@@ -49,32 +50,32 @@ func TestWireQuietGatesOnlyWhatTheWireSees(t *testing.T) {
 // unseenFor; within the slack it does not; a first read, or one without
 // the counters, holds it until the next.
 func TestNoteShortfall(t *testing.T) {
-	var taken atomic.Int64
-	p := &poller{wireTaken: &taken, own: newOwnAddrs()}
+	p := &statusReader{statusDeps: statusDeps{wire: testWire(), own: newOwnAddrs(), known: &known{}}}
+	taken := &p.wire.taken
 	t0 := time.Now()
 	status := func(q int64) map[string]string { return map[string]string{"Questions": strconv.FormatInt(q, 10)} }
 
 	p.noteShortfall(status(1000), t0)
-	if !p.shortUntil.After(t0.Add(slowPollEvery)) {
-		t.Fatalf("first read: short until %v, want past the next read", p.shortUntil.Sub(t0))
+	if !p.known.shortUntil.After(t0.Add(slowPollEvery)) {
+		t.Fatalf("first read: short until %v, want past the next read", p.known.shortUntil.Sub(t0))
 	}
 	// A second later: 1,000 statements, 950 taken by the wire, 10 watch's.
 	taken.Add(950)
 	p.own.pool.AddStatements(10)
 	t1 := t0.Add(3 * time.Second) // past the first read's hold
 	p.noteShortfall(status(2000), t1)
-	if t1.Before(p.shortUntil) {
-		t.Errorf("40 short of 1,000 (the lag): held until %v", p.shortUntil.Sub(t1))
+	if t1.Before(p.known.shortUntil) {
+		t.Errorf("40 short of 1,000 (the lag): held until %v", p.known.shortUntil.Sub(t1))
 	}
 	// Then 1,000 more, the wire taking 500: clients it does not see.
 	taken.Add(500)
 	p.noteShortfall(status(3000), t1)
-	if got := p.shortUntil.Sub(t1); got != unseenFor {
+	if got := p.known.shortUntil.Sub(t1); got != unseenFor {
 		t.Errorf("500 short of 1,000: held for %v, want %v", got, unseenFor)
 	}
-	p.shortUntil = time.Time{}
+	p.known.shortUntil = time.Time{}
 	p.noteShortfall(nil, t1)
-	if !t1.Before(p.shortUntil) {
+	if !t1.Before(p.known.shortUntil) {
 		t.Error("a read without the counters does not hold the scans")
 	}
 }

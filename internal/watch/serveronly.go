@@ -17,8 +17,8 @@ var wireUnknown = []string{"queue", "send stall", "delivery", "client time", rep
 // noteServerOnly says why the run is server-only (what took the wire
 // away): the profile ranks digests by the server's time (the tally's,
 // made so) and names what the wire would have added as unknown.
-func (e *engine) noteServerOnly(why string) {
-	e.notes.add("%s: the profile is the server's time (performance_schema TIMER_WAIT); what the wire would add (%s) is unknown",
+func noteServerOnly(notes *noteList, why string) {
+	notes.add("%s: the profile is the server's time (performance_schema TIMER_WAIT); what the wire would add (%s) is unknown",
 		why, strings.Join(wireUnknown, ", "))
 }
 

@@ -7,6 +7,53 @@ import (
 	"github.com/gapscope/gapscope/internal/capture"
 )
 
+// hostSockets is what watch reads of the kernel's TCP sockets on this
+// host: the server's, when it runs here (socketWatch), or the
+// application's to it, when it runs elsewhere (pathWatch); nothing when
+// sock_diag cannot be read (noSockets).
+type hostSockets interface {
+	// poll is the periodic read, once a second at most; readNow the first
+	// and the last.
+	poll() error
+	readNow() error
+	// limited is each client socket's receive-window-limited time (µs),
+	// nil when the server's sockets were not read.
+	limited() map[string]int64
+	// path is the kernel's view of the path to the server, nil when the
+	// application's sockets were not read.
+	path() *KernelPath
+}
+
+// watchHost follows the server's sockets when it runs on this host
+// (sock_diag sees only local sockets), else the application's sockets to
+// it; noSockets when the kernel cannot tell, with a note saying so on the
+// server's host.
+func watchHost(local bool, ports []uint16, wire *wireStage, notes *noteList) hostSockets {
+	if !local {
+		w := newPathWatch(ports, &wire.taken) // the application's side: its sockets' round trips
+		if w.readNow() != nil {
+			return noSockets{}
+		}
+		return w
+	}
+	w := newSocketWatch(ports, &wire.stalls)
+	if err := w.readNow(); err != nil {
+		notes.add("server sockets' TCP_INFO unreadable (%v): stalls come from the wire only", err)
+		return noSockets{}
+	}
+	return w
+}
+
+// noSockets reads nothing.
+type noSockets struct{}
+
+func (noSockets) poll() error               { return nil }
+func (noSockets) readNow() error            { return nil }
+func (noSockets) limited() map[string]int64 { return nil }
+func (noSockets) path() *KernelPath         { return nil }
+
+func (*socketWatch) path() *KernelPath { return nil }
+
 // socketWatch follows, on a server running on this host, how long each of
 // its client sockets was receive-window limited (TCP_INFO, read through
 // sock_diag every second and at the end). A socket already open at the
@@ -39,7 +86,7 @@ func newSocketWatch(ports []uint16, stalls *atomic.Int64) *socketWatch {
 // zero, as opened during the run, so a skipped round loses nothing but the
 // last increments of a socket that closed meanwhile.
 func (w *socketWatch) poll() error {
-	if w == nil || !w.gate.open() {
+	if !w.gate.open() {
 		return nil
 	}
 	return w.readNow()
@@ -48,9 +95,6 @@ func (w *socketWatch) poll() error {
 // readNow reads the server's sockets (the first read, the last one); an
 // error (no sock_diag, an old kernel) leaves what was read so far.
 func (w *socketWatch) readNow() error {
-	if w == nil {
-		return nil
-	}
 	var socks []capture.SocketStat
 	for _, p := range w.ports {
 		got, err := capture.ServerSockets(p)
@@ -87,9 +131,6 @@ func (w *socketWatch) readNow() error {
 // limited returns the receive-window-limited time of each client socket
 // during the run, in µs (those with some); nil when nothing was read.
 func (w *socketWatch) limited() map[string]int64 {
-	if w == nil {
-		return nil
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.read {

@@ -6,14 +6,15 @@ import (
 )
 
 // The stages that run on goroutines of their own (the wire statements
-// stage on the capture's, the poller on its own) must hold no engine: what
+// stage on the capture's, the poller and its readers on its own) must
+// hold no engine: what
 // they share with the others is in their own fields, typed by what is safe
 // to share. A field that reaches the engine, directly or through a struct
 // or pointer, would let a stage touch another stage's state again. (A
 // function value is not followed: a closure over the engine would pass.)
 func TestStagesHoldNoEngine(t *testing.T) {
 	engineType := reflect.TypeOf(engine{})
-	for _, stage := range []any{wireStage{}, poller{}} {
+	for _, stage := range []any{wireStage{}, poller{}, statusReader{}, historyReader{}, targetReader{}, connReader{}, lockReader{}} {
 		typ := reflect.TypeOf(stage)
 		if path, ok := reaches(typ, engineType, map[reflect.Type]bool{}); ok {
 			t.Errorf("%s reaches the engine through %s", typ.Name(), path)

@@ -53,8 +53,9 @@ type tally struct {
 	// call would allocate).
 	then func(*event.Statement)
 	// lost is what watch knows of a waited statement's missing row
-	// (engine.lostReason), for decideReason; nil: nothing.
-	lost func(*event.Statement) event.Reason
+	// (lostRows), for decideReason.
+	lost        func(*event.Statement) event.Reason
+	outlierMiss string
 	// streams are the replicas' binlog streams seen (not statements), the
 	// first maxStreamConns of them by connection.
 	streams     int64
@@ -78,25 +79,47 @@ type ConnSummary struct {
 // maxConnSummaries bounds the per-connection tallies (10k connections fit).
 const maxConnSummaries = 20_000
 
-func newTally(windowSize int, out *outputStage, serverOnly bool, ledger *txn.Ledger) *tally {
-	if ledger == nil {
-		ledger = txn.New(txn.Options{})
-	}
+// tallyOptions shape the tally.
+type tallyOptions struct {
+	windowSize int  // the statements the diagnosis reads
+	serverOnly bool // no wire: the profile ranks by the server's time
+	// outlierMiss is the note of an outlier that stayed unjoined: why its
+	// thread could not hold its row, given the consumers at the start.
+	outlierMiss string
+}
+
+// newTally makes the tally: what it counts goes on to out, after ledger
+// attributed its lock wait; lost is what watch knows of a waited
+// statement's missing row (decideReason).
+func newTally(o tallyOptions, out *outputStage, ledger *txn.Ledger, lost func(*event.Statement) event.Reason) *tally {
 	profile := report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency})
-	if serverOnly {
+	if o.serverOnly {
 		profile = serverOnlyProfile()
 	}
 	k := &tally{
-		profile:    profile,
-		serverOnly: serverOnly,
-		window:     newStmtRing(windowSize),
-		groups:     map[int]*GroupSummary{},
-		conns:      map[string]*ConnSummary{},
-		out:        out,
-		ledger:     ledger,
+		profile:     profile,
+		serverOnly:  o.serverOnly,
+		outlierMiss: o.outlierMiss,
+		window:      newStmtRing(o.windowSize),
+		groups:      map[int]*GroupSummary{},
+		conns:       map[string]*ConnSummary{},
+		out:         out,
+		ledger:      ledger,
+		lost:        lost,
 	}
 	k.then = k.deliver
 	return k
+}
+
+// fromJoin is the joiner's output, on whichever goroutine fed it. An
+// outlier the join gave up without its row gets the note that says why
+// watch's read of its thread did not find it; its reason is decided in
+// add (lost knows what the joiner cannot).
+func (k *tally) fromJoin(s *event.Statement) {
+	if s.Outlier && s.Why.Kind() == event.KindUnjoined {
+		s.Notes = append(s.Notes, k.outlierMiss)
+	}
+	k.add(s)
 }
 
 func (k *tally) add(s *event.Statement) {

@@ -70,15 +70,13 @@ func TestDecideReason(t *testing.T) {
 // it; one whose row was found and its split withheld does not.
 func TestOutlierMissNote(t *testing.T) {
 	var got []*event.Statement
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: "outlier missed"}
-	e.tally = newTally(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
-	e.tally.lost = e.lostReason
+	e := testEngine(newJoinSample(capture.All, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
 	given := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.Expired}
 	withheld := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.UnexplainedDelivery}
-	e.joined(given)
-	e.joined(withheld)
+	e.tally.fromJoin(given)
+	e.tally.fromJoin(withheld)
 	e.tally.out.close()
-	if len(got) != 2 || !slices.Equal(given.Notes, []string{"outlier missed"}) || len(withheld.Notes) != 0 {
+	if len(got) != 2 || !slices.Equal(given.Notes, []string{testMiss}) || len(withheld.Notes) != 0 {
 		t.Errorf("notes: given up %q, withheld %q", given.Notes, withheld.Notes)
 	}
 }
@@ -95,7 +93,7 @@ func (r *recordingSink) Snapshot(s *Snapshot)       { r.snaps = append(r.snaps, 
 // with the reason it counted, and tallies the unjoined by reason.
 func TestSinksGetStatements(t *testing.T) {
 	var got []*event.Statement
-	k := newTally(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
+	k := testTally(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	k.add(&event.Statement{TRespLast: 1, Why: event.NoRow})
 	k.add(&event.Statement{Cmd: "COM_QUIT"})
@@ -113,7 +111,7 @@ func TestSinksGetStatements(t *testing.T) {
 	if u := k.cov.unjoinedByReason(); u["no_row"] != 1 || u["no_response"] != 1 || u["no_reason"] != 1 || len(u) != 3 {
 		t.Errorf("unjoined by reason %v", u)
 	}
-	newTally(10, nil, false, nil).add(&event.Statement{}) // no sinks: no stage
+	testTally(10, nil, false).add(&event.Statement{}) // no sinks: no stage
 }
 
 // A statement's life ends in the tally: without sinks at once, with sinks
@@ -127,7 +125,7 @@ func TestSinkReleasesStatements(t *testing.T) {
 		if withSinks {
 			out = newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, s.SQL) })})
 		}
-		k := newTally(100, out, false, nil)
+		k := testTally(100, out, false)
 		var first *event.Statement
 		for i := range event.SlabLen { // one block
 			s := slabs.New()
@@ -160,7 +158,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 		}
 		got++
 	})})
-	k := newTally(10, o, false, nil)
+	k := testTally(10, o, false)
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	<-entered // the sink is stuck on the first statement
 	done := make(chan struct{})
@@ -186,8 +184,8 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // the connections is joined from the join sample the poller sets (the
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
-	e.tally = newTally(10, nil, false, nil)
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
+	e.tally = testTally(10, nil, false)
 	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
 	}
@@ -201,8 +199,8 @@ func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 // events file, the store) no snapshot is built, so the statement rules do
 // not run every 5 s for nobody; a sink that takes snapshots gets them.
 func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})), side: &serverSide{}}
-	e.tally = newTally(10, nil, false, nil)
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
+	e.tally = testTally(10, nil, false)
 	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
 	e.publishSnapshot()
 	if !e.liveFindingsAt.IsZero() {

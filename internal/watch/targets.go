@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gapscope/gapscope/internal/collect"
@@ -67,7 +68,8 @@ type rowKey struct{ thread, event uint64 }
 type targets struct {
 	history, current bool // the consumers that record what is read
 	list             []pendingTarget
-	fed              map[rowKey]time.Time
+	rows             *cursorRef        // the history's cursor, and the rows fed (both readers')
+	gen              int               // the cursor's generation when the threads were learnt
 	threadOf         map[uint64]uint64 // connection id -> THREAD_ID
 	reader           collect.ThreadStatements
 	failed           bool // reads kept failing (maxFailures): the note says so
@@ -83,10 +85,97 @@ type targets struct {
 	missed int64
 }
 
-func newTargets(history, current bool) *targets {
-	return &targets{history: history, current: current, fed: map[rowKey]time.Time{}, threadOf: map[uint64]uint64{},
+func newTargets(history, current bool, rows *cursorRef) *targets {
+	return &targets{history: history, current: current, rows: rows, threadOf: map[uint64]uint64{},
 		running: map[uint64][]collect.ServerStatement{}}
 }
+
+// targetReader reads the threads of the outliers the wire reports, as
+// soon as it does (their thread's history turns over within milliseconds
+// on a busy connection), and scans the statements running, with the lock
+// tables behind those that run long. A run without a statement cursor has
+// none: the wire then reports no outlier.
+type targetReader struct {
+	t *targets
+	targetDeps
+}
+
+// targetDeps is what a targetReader reads with and hands rows to; the
+// wire stage's slow channel hands it the outliers' identities, and its
+// work channel wakes the loop once their rows went to the joiner.
+type targetDeps struct {
+	db     *sql.DB
+	clock  *collect.Recalibrator
+	joiner *join.Joiner
+	side   *serverSide
+	notes  *noteList
+	known  *known
+	locks  *lockReader
+	gauge  wireGauge
+	wire   *wireStage
+}
+
+func newTargetReader(t *targets, d targetDeps) *targetReader {
+	return &targetReader{t: t, targetDeps: d}
+}
+
+func (r *targetReader) read(ctx context.Context, now time.Time) {
+	if r.t.gen != r.t.rows.gen { // the server restarted: thread ids start over
+		r.t.gen = r.t.rows.gen
+		r.t.forget()
+	}
+	if r.takeTargets(now) > 0 {
+		r.known.act.mark(now)
+	}
+	r.readTargets(ctx)
+	r.scanRunning(ctx)
+}
+
+// next is when the next target is due, or the next running scan while
+// the server is active.
+func (r *targetReader) next(now time.Time) (time.Duration, bool) {
+	t := r.t
+	wait, ok := t.wait(now)
+	if t.current && !t.failed && r.known.act.active(now) {
+		every, _ := t.scanPace(now)
+		wait, ok = soonest(wait, ok, max(t.scannedAt.Add(every).Sub(now), 0), true)
+	}
+	return wait, ok
+}
+
+// takeTargets moves the outliers the wire queued into the targets, and
+// says how many.
+func (r *targetReader) takeTargets(now time.Time) int {
+	n := len(r.wire.slow)
+	for i := 0; i < n; i++ {
+		r.t.add(<-r.wire.slow, now)
+	}
+	return n
+}
+
+// wireGauge says whether the wire sees every client with nothing in
+// flight (wireQuiet): a capture beside a server on this host whose
+// connections can be watched; without one, never.
+type wireGauge interface {
+	quiet(now time.Time) bool
+}
+
+// captureGauge is the capture's count of commands in flight, whether it
+// stopped, and the server's accepted connections.
+type captureGauge struct {
+	inFlight *atomic.Int64
+	down     *atomic.Bool
+	accepts  *acceptWatch
+}
+
+func (g captureGauge) quiet(now time.Time) bool {
+	return !g.down.Load() && g.inFlight.Load() == 0 && !g.accepts.recent(now)
+}
+
+// neverQuiet: the run cannot tell that nothing runs.
+type neverQuiet struct{}
+
+func (neverQuiet) quiet(time.Time) bool { return false }
 
 func (t *targets) add(tg target, now time.Time) {
 	t.list = append(t.list, pendingTarget{target: tg, next: now})
@@ -108,13 +197,13 @@ func (t *targets) wait(now time.Time) (time.Duration, bool) {
 
 // dropFed drops the rows a targeted read fed already, returning the rest
 // and how many it dropped.
-func (t *targets) dropFed(rows []collect.ServerStatement) ([]collect.ServerStatement, int) {
-	if len(t.fed) == 0 {
+func (c *cursorRef) dropFed(rows []collect.ServerStatement) ([]collect.ServerStatement, int) {
+	if len(c.fed) == 0 {
 		return rows, 0
 	}
 	n := len(rows)
 	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool {
-		_, ok := t.fed[rowKey{r.ThreadID, r.EventID}]
+		_, ok := c.fed[rowKey{r.ThreadID, r.EventID}]
 		return ok
 	})
 	return rows, n - len(rows)
@@ -136,70 +225,71 @@ func (t *targets) missNote() string {
 // the joiner (once: history_long's copy is dropped, and a row history_long
 // returned already is not fed again); an outlier whose row is not there
 // yet is read again later (retryAfter).
-func (p *poller) readTargets(ctx context.Context) {
-	t := p.targets
+func (r *targetReader) readTargets(ctx context.Context) {
+	t := r.t
 	now := time.Now()
 	due := t.due(now)
 	if len(due) == 0 {
 		return
 	}
-	if p.cursor == nil || (!t.history && !t.current) || t.failed {
+	if (!t.history && !t.current) || t.failed {
 		t.list = t.list[:0] // nothing to read them with: the join notes why
 		return
 	}
-	conns := p.targetConns(due)
-	threads, err := t.threadsOf(ctx, p.db, conns)
+	conns := r.targetConns(due)
+	threads, err := t.threadsOf(ctx, r.db, conns)
 	// Rows carry collect's calibration, which a loaded host can put off by
 	// milliseconds; the joiner learns the true offset from its matches.
-	clock, _ := p.clock.Clock()
-	js := p.joiner.Stats()
+	clock, _ := r.clock.Clock()
+	js := r.joiner.Stats()
 	errUS := 4 * max(clock.ErrorUS, js.OffsetErrorUS)
 	off, tol := js.OffsetUS, 2000+errUS
 	var rows []collect.ServerStatement
 	readAt := nowUS()
 	if err == nil {
-		rows, err = t.reader.Read(ctx, p.db, threads, clock, earliestStart(due)+off-tol)
+		rows, err = t.reader.Read(ctx, r.db, threads, clock, earliestStart(due)+off-tol)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			t.readFailed(p.notes, err)
+			t.readFailed(r.notes, err)
 			t.requeue(due, now) // a transient error: read them again
 		}
 		return
 	}
 	t.failures = 0
 	var feed []collect.ServerStatement
+	cursor := t.rows.get()
 	byConn := rowsByConn(rows)
 	for _, pt := range due {
 		rows := byConn[pt.connID] // what follows looks at the target's connection only
-		r, ok := t.rowFor(pt, rows, off, tol, errUS, now)
+		row, ok := t.rowFor(pt, rows, off, tol, errUS, now)
 		if !ok {
 			continue
 		}
 		// A running row has no END_EVENT_ID yet: a statement without
 		// nested events ends on its own id.
-		key := rowKey{r.ThreadID, r.EventID}
-		if _, dup := t.fed[key]; dup || p.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
+		key := rowKey{row.ThreadID, row.EventID}
+		if _, dup := t.rows.fed[key]; dup || cursor.Returned(row.ThreadID, max(row.EndEventID, row.EventID)) {
 			continue
 		}
-		for _, r := range append([]collect.ServerStatement{r}, companions(pt, rows, r, off, tol)...) {
-			key := rowKey{r.ThreadID, r.EventID}
-			if _, dup := t.fed[key]; dup || p.cursor.Returned(r.ThreadID, max(r.EndEventID, r.EventID)) {
+		for _, c := range append([]collect.ServerStatement{row}, companions(pt, rows, row, off, tol)...) {
+			key := rowKey{c.ThreadID, c.EventID}
+			if _, dup := t.rows.fed[key]; dup || cursor.Returned(c.ThreadID, max(c.EndEventID, c.EventID)) {
 				continue
 			}
-			t.fed[key] = now // history_long's copy, if it returns one, is dropped
-			feed = append(feed, r)
+			t.rows.fed[key] = now // history_long's copy, if it returns one, is dropped
+			feed = append(feed, c)
 		}
 	}
 	t.requeue(due, now)
 	t.pruneFed(now)
-	p.side.serverM.Lock()
-	p.side.server.TargetedReads++
-	p.side.server.TargetedRows += int64(len(feed))
-	p.side.serverM.Unlock()
+	r.side.serverM.Lock()
+	r.side.server.TargetedReads++
+	r.side.server.TargetedRows += int64(len(feed))
+	r.side.serverM.Unlock()
 	if len(feed) > 0 {
-		p.joiner.AddThreadRows(feed, readAt) // a partial read: a few threads, from some time on
-		signal(p.work)
+		r.joiner.AddThreadRows(feed, readAt) // a partial read: a few threads, from some time on
+		signal(r.wire.work)
 	}
 }
 
@@ -234,20 +324,20 @@ func earliestStart(due []*pendingTarget) int64 {
 // flushTargets reads, at the end of a run, the threads of the outliers the
 // poller had no time for (the last statements before the stop): at once,
 // then after the server had a moment to record them.
-func (p *poller) flushTargets(ctx context.Context) {
-	p.takeTargets()
+func (r *targetReader) final(ctx context.Context) {
+	r.takeTargets(time.Now())
 	for _, wait := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond} {
-		if len(p.targets.list) == 0 || ctx.Err() != nil {
+		if len(r.t.list) == 0 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(wait)
 		now := time.Now()
-		for i := range p.targets.list {
-			p.targets.list[i].next = now
+		for i := range r.t.list {
+			r.t.list[i].next = now
 		}
-		p.readTargets(ctx)
+		r.readTargets(ctx)
 	}
-	p.targets.giveUpAll()
+	r.t.giveUpAll()
 }
 
 // giveUpAll counts every pending target as missed (the run is over).
@@ -295,46 +385,46 @@ func (t *targets) scanPace(now time.Time) (every, atLeast time.Duration) {
 // its thread, and the thread's history with it, before watch can read
 // them, and a busy connection's next statements push it out of its
 // thread's history: what was read while it ran is then all there is.
-func (p *poller) scanRunning(ctx context.Context) {
-	t := p.targets
+func (r *targetReader) scanRunning(ctx context.Context) {
+	t := r.t
 	now := time.Now()
 	every, atLeast := t.scanPace(now)
-	if p.cursor == nil || !t.current || t.failed || now.Sub(t.scannedAt) < every || !p.act.active(now) {
+	if !t.current || t.failed || now.Sub(t.scannedAt) < every || !r.known.act.active(now) {
 		return // an idle server has nothing running (activity)
 	}
 	t.scannedAt = now
-	if every == runningEvery && p.wireQuiet(now) {
-		p.side.serverM.Lock()
-		p.side.server.RunningScansSkipped++
-		p.side.serverM.Unlock()
+	if every == runningEvery && r.wireQuiet(now) {
+		r.side.serverM.Lock()
+		r.side.server.RunningScansSkipped++
+		r.side.serverM.Unlock()
 		return
 	}
-	clock, _ := p.clock.Clock()
-	rows, err := t.reader.ReadRunning(ctx, p.db, atLeast, clock)
-	p.side.serverM.Lock()
-	p.side.server.RunningScans++
-	p.side.serverM.Unlock()
+	clock, _ := r.clock.Clock()
+	rows, err := t.reader.ReadRunning(ctx, r.db, atLeast, clock)
+	r.side.serverM.Lock()
+	r.side.server.RunningScans++
+	r.side.serverM.Unlock()
 	if err != nil {
 		return // the next scan tries again; outliers are read from their threads anyway
 	}
 	// A replica's binlog stream runs for the replica's life: no statement
 	// to remember, nor a reason to learn threads at every scan.
-	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool { return join.StreamEvent(r.EventName) })
+	rows = slices.DeleteFunc(rows, func(row collect.ServerStatement) bool { return join.StreamEvent(row.EventName) })
 	t.remember(rows)
 	var long []longStatement
-	for _, r := range rows {
-		if r.StartUS != 0 && r.ConnID != 0 && nowUS()-r.StartUS >= lockReadAfter.Microseconds() {
-			long = append(long, longStatement{connID: r.ConnID, startUS: r.StartUS})
+	for _, row := range rows {
+		if row.StartUS != 0 && row.ConnID != 0 && nowUS()-row.StartUS >= lockReadAfter.Microseconds() {
+			long = append(long, longStatement{connID: row.ConnID, startUS: row.StartUS})
 		}
 	}
 	if len(long) > 0 {
-		p.maybeReadLocks(ctx, long)
+		r.locks.read(ctx, long)
 	}
 	if len(rows) > 0 {
 		// A statement long enough to be seen running may be a unix-socket
 		// client's, whose connection can end before the history is read:
 		// learn its thread (and its connection's type) while it lives.
-		p.learn.pending = true
+		r.known.learn.want()
 	}
 }
 
@@ -347,9 +437,8 @@ func (p *poller) scanRunning(ctx context.Context) {
 // it was sent: a statement is then seen running if it lasts the outlier
 // floor, a scan interval and that lag. The busy pace is never skipped: its statements
 // are a few milliseconds long, shorter than the lag.
-func (p *poller) wireQuiet(now time.Time) bool {
-	return p.wireInFlight != nil && p.wireDown != nil && !p.wireDown.Load() && p.wireInFlight.Load() == 0 &&
-		!now.Before(p.unseenUntil) && !now.Before(p.shortUntil) && p.accepts != nil && !p.accepts.recent(now)
+func (r *targetReader) wireQuiet(now time.Time) bool {
+	return r.gauge.quiet(now) && !now.Before(r.known.unseenUntil) && !now.Before(r.known.shortUntil)
 }
 
 // remember adds the statements a scan saw running to their connections'
@@ -476,11 +565,11 @@ func (t *targets) readFailed(notes *noteList, err error) {
 
 // targetConns fills in the connection ids of the outliers (the joiner
 // learnt those opened before the capture from the processlist).
-func (p *poller) targetConns(due []*pendingTarget) []uint64 {
+func (r *targetReader) targetConns(due []*pendingTarget) []uint64 {
 	var conns []uint64
 	for _, pt := range due {
 		if pt.connID == 0 {
-			pt.connID = p.joiner.ConnOf(pt.conn)
+			pt.connID = r.joiner.ConnOf(pt.conn)
 		}
 		if pt.connID != 0 {
 			conns = append(conns, pt.connID)
@@ -523,7 +612,6 @@ func (t *targets) requeue(due []*pendingTarget, now time.Time) {
 // forget drops what was learnt of the server's threads (a restart).
 func (t *targets) forget() {
 	t.list = t.list[:0]
-	clear(t.fed)
 	clear(t.threadOf)
 	clear(t.running)
 	t.reader.ForgetThreads()
@@ -536,12 +624,12 @@ func (t *targets) missedCount() int64 {
 }
 
 func (t *targets) pruneFed(now time.Time) {
-	if len(t.fed) < 256 {
+	if len(t.rows.fed) < 256 {
 		return
 	}
-	for k, at := range t.fed {
+	for k, at := range t.rows.fed {
 		if now.Sub(at) > fedKeep {
-			delete(t.fed, k)
+			delete(t.rows.fed, k)
 		}
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
-	"github.com/gapscope/gapscope/internal/join"
-	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // The row an outlier's thread read returns for it is the one that started
@@ -104,7 +102,7 @@ func TestBestRowOfAPipelinedOutlier(t *testing.T) {
 
 // Targets not found are read again later, then given up and counted.
 func TestTargetsRetryThenGiveUp(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	now := time.Unix(1000, 0)
 	tg.add(target{connID: 1}, now)
 	for i := 0; i < len(retryAfter); i++ {
@@ -126,10 +124,10 @@ func TestTargetsRetryThenGiveUp(t *testing.T) {
 
 // A row a targeted read fed is not fed again by history_long.
 func TestDropFed(t *testing.T) {
-	tg := newTargets(true, true)
-	tg.fed[rowKey{7, 42}] = time.Now()
+	tg := newTargets(true, true, newCursorRef(nil))
+	tg.rows.fed[rowKey{7, 42}] = time.Now()
 	rows := []collect.ServerStatement{{ThreadID: 7, EventID: 41}, {ThreadID: 7, EventID: 42}, {ThreadID: 8, EventID: 42}}
-	kept, dups := tg.dropFed(rows)
+	kept, dups := tg.rows.dropFed(rows)
 	if dups != 1 || len(kept) != 2 || slices.ContainsFunc(kept, func(r collect.ServerStatement) bool { return r.ThreadID == 7 && r.EventID == 42 }) {
 		t.Errorf("kept %+v, dups %d", kept, dups)
 	}
@@ -160,13 +158,8 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 			t.Fatal("no statement reached the sinks")
 		}
 	}
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})),
-		outlierMiss: newTargets(true, true).missNote()}
-	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false, nil)
+	e := testEngine(newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), true)
 	defer e.tally.out.close()
-	e.tally.lost = e.lostReason
-	e.joiner = join.New(join.Options{}, e.joined)
-	e.readsRows = true
 	// Find a client port the 1-in-1024 sample leaves out.
 	port := 40000
 	for (capture.Sample{N: 1024, Key: 1}).Follows(uint16(port)) {
@@ -252,7 +245,7 @@ func movedOn(off int64) []collect.ServerStatement {
 // up.
 func TestRolledOverOutlierFromRunningRow(t *testing.T) {
 	const off = 500 // the server's clock ahead of the capture's
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	tg.remember([]collect.ServerStatement{sleepRunning(off)})
 	now := time.Unix(1000, 0)
 	p := busyTarget()
@@ -279,7 +272,7 @@ func TestRolledOverOutlierFromRunningRow(t *testing.T) {
 // outlier's own running row fits its window; the later statement is not
 // taken for it.
 func TestRolledOverPrefersRunningRowToALaterStatement(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	tg.remember([]collect.ServerStatement{sleepRunning(0)})
 	read := movedOn(0)
 	read[0].StartUS, read[0].EndUS = 32_400, 32_440
@@ -290,7 +283,7 @@ func TestRolledOverPrefersRunningRowToALaterStatement(t *testing.T) {
 	}
 	// Without the running row the later statement is still not taken for
 	// it (its start lies beyond the clock's error): the outlier is given up.
-	tg = newTargets(true, true)
+	tg = newTargets(true, true, newCursorRef(nil))
 	p = busyTarget()
 	if r, ok := tg.rowFor(p, read, 0, 2_000, 100, time.Now()); ok || p.tries != len(retryAfter) {
 		t.Errorf("without a running row: fed %v %+v, tries %d", ok, r, p.tries)
@@ -302,7 +295,7 @@ func TestRolledOverPrefersRunningRowToALaterStatement(t *testing.T) {
 // copies none (a copy per outlier took 30 s of CPU at the end of a loaded
 // budgeted sysbench run), and the read is split by connection once.
 func TestRolledOverOutlierCopiesNoRows(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	long := collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, SQLText: "SELECT SLEEP(0.03)",
 		StartUS: 1_040, EndUS: 31_020, Source: collect.SourceHistoryLong}
 	read := movedOn(0)
@@ -332,7 +325,7 @@ func TestRolledOverOutlierCopiesNoRows(t *testing.T) {
 // server's own end beats one from the wire), and the running scans keep
 // their pace: history_long did what faster scans would have done.
 func TestRolledOverOutlierFromHistoryLong(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	tg.remember([]collect.ServerStatement{sleepRunning(0)})
 	long := collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, SQLText: "SELECT SLEEP(0.03)",
 		StartUS: 1_040, EndUS: 31_020, Source: collect.SourceHistoryLong}
@@ -366,7 +359,7 @@ func TestRolledOverOutlierFromHistoryLong(t *testing.T) {
 // thread again cannot bring its row back.
 func TestRolledOverRunningRowThatDoesNotFit(t *testing.T) {
 	for name, start := range map[string]int64{"the statement before": 700, "a later statement": 31_300} {
-		tg := newTargets(true, true)
+		tg := newTargets(true, true, newCursorRef(nil))
 		before := sleepRunning(0)
 		before.StartUS = start
 		tg.remember([]collect.ServerStatement{before})
@@ -389,7 +382,7 @@ func TestRolledOverRunningRowThatDoesNotFit(t *testing.T) {
 // statements before it (the server records a statement's end after its
 // answer) is read again.
 func TestAliveThreadHistoryCovers(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	tg.remember([]collect.ServerStatement{sleepRunning(0)})
 	before := collect.ServerStatement{ThreadID: 9, EventID: 99, ConnID: 5, StartUS: 500, EndUS: 600, Source: collect.SourceHistory}
 	own := collect.ServerStatement{ThreadID: 9, EventID: 100, ConnID: 5, StartUS: 1_040, EndUS: 31_010, Source: collect.SourceHistory}
@@ -411,7 +404,7 @@ func TestAliveThreadHistoryCovers(t *testing.T) {
 // A thread that ended (its read returned nothing) joins its outlier from
 // the running row, as one whose history moved on does.
 func TestEndedThreadFromRunningRow(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	tg.threadOf[5] = 9
 	tg.remember([]collect.ServerStatement{sleepRunning(0)})
 	other := collect.ServerStatement{ThreadID: 12, EventID: 7, ConnID: 6, StartUS: 1_100, EndUS: 1_200}
@@ -427,7 +420,7 @@ func TestEndedThreadFromRunningRow(t *testing.T) {
 // A scan's rows are remembered per connection, a statement seen by several
 // scans once, the newest runningKept of each.
 func TestRememberRunning(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	for ev := range uint64(runningKept + 2) {
 		r := collect.ServerStatement{ThreadID: 9, EventID: 100 + ev, ConnID: 5}
 		tg.remember([]collect.ServerStatement{r, r})
@@ -444,7 +437,7 @@ func TestRememberRunning(t *testing.T) {
 // byte's (less the transit from a capture off the server's host), not the
 // first answer byte, or the send stall would be counted as delivery.
 func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
-	tg := newTargets(true, true)
+	tg := newTargets(true, true, newCursorRef(nil))
 	tg.threadOf[5] = 9
 	tg.remember([]collect.ServerStatement{sleepRunning(0)})
 	p := busyTarget()
@@ -462,10 +455,7 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 // connection).
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
-	e.tally.lost = e.lostReason
-	e.joiner = join.New(join.Options{}, e.joined)
+	e := testEngine(newJoinSample(capture.All, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
 	cut := capture.Sample{N: 1024, Key: 1}
 	port := 40000
 	for cut.Follows(uint16(port)) {
@@ -496,10 +486,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // end, its reason is the sample. A statement that began after the last
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false, nil)
-	e.tally.lost = e.lostReason
-	e.joiner = join.New(join.Options{}, e.joined)
+	e := testEngine(newJoinSample(capture.All, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), true)
 	out := capture.Sample{N: 2, Key: 1}
 	port := 40000
 	for out.Follows(uint16(port)) {

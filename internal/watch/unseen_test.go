@@ -2,7 +2,6 @@ package watch
 
 import (
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -12,14 +11,14 @@ import (
 // fast thread reads, not unseenFor; connections the wire never sees keep
 // the reads going for unseenFor from the second read that misses them.
 func TestNoteUnseenForgivesALaggingWire(t *testing.T) {
-	var wire atomic.Int64
-	p := &poller{wireConns: &wire}
+	p := &statusReader{statusDeps: statusDeps{wire: testWire(), known: &known{}}}
+	wire := &p.wire.connsSeen
 	server := int64(100)
 	read := func(serverNew, wireNew int64) time.Duration {
 		server += serverNew
 		wire.Add(wireNew)
 		p.noteUnseen(map[string]string{"Connections": strconv.FormatInt(server, 10)})
-		return time.Until(p.unseenUntil)
+		return time.Until(p.known.unseenUntil)
 	}
 	read(0, 0) // the first read is the baseline
 	if left := read(40, 30); left <= 0 || left > unseenProbation {
@@ -31,13 +30,13 @@ func TestNoteUnseenForgivesALaggingWire(t *testing.T) {
 	if p.unseenOwed != 0 {
 		t.Fatalf("owed %d after the wire caught up, want 0", p.unseenOwed)
 	}
-	p.unseenUntil = time.Time{}
+	p.known.unseenUntil = time.Time{}
 	read(6, 0) // unix-socket clients: the wire never sees them
 	if left := read(6, 0); left <= unseenProbation {
 		t.Fatalf("connections still unseen at the next read: fast reads for %s, want %s", left, unseenFor)
 	}
 	read(0, 0)
-	p.unseenUntil = time.Time{}
+	p.known.unseenUntil = time.Time{}
 	for range 5 { // watch's own connections (within the slack) and a steady churn the wire keeps up with
 		if left := read(22, 20); left > 0 {
 			t.Fatalf("a shortfall within the slack started the fast reads (%s)", left)

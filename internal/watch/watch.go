@@ -109,11 +109,6 @@ type Options struct {
 	// Capture picks the live capture: capture.SourceAuto, SourceEBPF or
 	// SourcePacket ("": GAPSCOPE_CAPTURE, else capture.DefaultSource).
 	Capture string
-	// MemoryGoal, when above 0, sets the Go runtime's soft memory limit
-	// (process-wide) to it less the capture ring's size once the capture
-	// is open (MemoryGoal, the constant, is watch's; the command passes it
-	// unless GOMEMLIMIT is set). 0 leaves the limit alone.
-	MemoryGoal int64
 	// EnableConsumers lets watch turn on the performance_schema consumers
 	// it needs when they are off (statements current, history and
 	// history_long), restored on exit.
@@ -130,9 +125,10 @@ type Options struct {
 	// PlansThreshold and reports PLAN_FLIP (internal/plans).
 	Plans          bool
 	PlansThreshold time.Duration
-	// Ready, when set, is called once the capture and the poller run: what
-	// happens from then on is seen.
-	Ready func()
+	// Ready, when set, is called once the capture and the poller run,
+	// with what the run holds outside the Go heap (the command fits the
+	// process's memory limit to it; labs wait for it).
+	Ready func(Started)
 	// WindowSize bounds the statements kept for the diagnosis (default 50k).
 	WindowSize int
 	// QueueLen bounds wire statements waiting for the joiner (default 64k).
@@ -160,7 +156,17 @@ func (o Options) withDefaults() Options {
 	if o.QueueLen <= 0 {
 		o.QueueLen = d.QueueLen
 	}
+	if o.Ready == nil {
+		o.Ready = func(Started) {}
+	}
 	return o
+}
+
+// Started is what a run tells Options.Ready.
+type Started struct {
+	// RingBytes is the kernel ring the capture mapped into the process:
+	// resident once it has wrapped, outside the Go runtime's heap.
+	RingBytes int64
 }
 
 // Result is what a watch run saw.

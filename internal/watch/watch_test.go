@@ -165,7 +165,7 @@ func monitorDSN(t *testing.T, inst *sandbox.Instance) string {
 func runDuring(t *testing.T, ctx context.Context, opts Options, load func() error) *Result {
 	t.Helper()
 	ready := make(chan struct{})
-	opts.Ready = func() { close(ready) }
+	opts.Ready = func(Started) { close(ready) }
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	type out struct {

@@ -33,14 +33,14 @@ type wireStage struct {
 	// others may wait for, in the wire's order (its own lock).
 	ledger *txn.Ledger
 
-	out      chan *event.Statement // every statement, to the loop and the join
-	work     chan struct{}         // wakes the loop when out was empty
-	slow     chan target           // each outlier's identity, to the poller
-	newConns chan struct{}         // a connection was seen first, to the poller
-	// ringFill wakes the poller once taken reaches ringMark: the server's
-	// statement ring has filled its share since the last read (ringpace.go).
-	ringFill chan struct{}
-	ringMark atomic.Int64
+	out  chan *event.Statement // every statement, to the loop and the join
+	work chan struct{}         // wakes the loop when out was empty
+	slow chan target           // each outlier's identity, to the poller
+	// pollerWake wakes the poller: an outlier in slow, a connection seen
+	// first, or taken reaching ringMark (the server's statement ring has
+	// filled its share since the last read, ringpace.go).
+	pollerWake chan struct{}
+	ringMark   atomic.Int64
 
 	queueDrops atomic.Int64 // statements out had no room for
 	connsSeen  atomic.Int64 // connections seen for the first time (the poller compares the server's count)
@@ -61,10 +61,11 @@ type wireStage struct {
 // forgets them all, and at worst a thread is read again.
 const maxKnownConns = 100_000
 
-func newWireStage(own *ownAddrs, queueLen int, toPoller bool, ledger *txn.Ledger) *wireStage {
+// newWireStage makes the wire stage; work wakes the loop, pollerWake the
+// poller (handed to the poller only when toPoller).
+func newWireStage(own *ownAddrs, queueLen int, toPoller bool, ledger *txn.Ledger, work, pollerWake chan struct{}) *wireStage {
 	w := &wireStage{own: own, toPoller: toPoller, ledger: ledger, rule: newOutlierRule(), known: map[uint64]struct{}{},
-		out: make(chan *event.Statement, queueLen), slow: make(chan target, slowQueue), newConns: make(chan struct{}, 1),
-		ringFill: make(chan struct{}, 1)}
+		out: make(chan *event.Statement, queueLen), work: work, slow: make(chan target, slowQueue), pollerWake: pollerWake}
 	w.ringMark.Store(math.MaxInt64) // armed by the poller's first read
 	return w
 }
@@ -113,6 +114,7 @@ func signal(c chan struct{}) {
 func (w *wireStage) handOutlier(s *event.Statement) {
 	select {
 	case w.slow <- targetOf(s):
+		signal(w.pollerWake)
 	default:
 		w.slowDrops.Add(1)
 	}
@@ -128,8 +130,5 @@ func (w *wireStage) noteConn(id uint64) {
 	}
 	w.known[id] = struct{}{}
 	w.connsSeen.Add(1)
-	select {
-	case w.newConns <- struct{}{}:
-	default: // one pending signal covers every connection
-	}
+	signal(w.pollerWake) // one pending wake covers every connection
 }
