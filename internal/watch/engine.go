@@ -251,14 +251,14 @@ func calibrate(ctx context.Context, db *sql.DB, table string, notes *noteList) (
 func runSample(opts Options, noWire, readsRows bool, own *ownAddrs, notes *noteList) *joinSample {
 	switch {
 	case noWire:
-		return newJoinSample(capture.All, nil, own)
+		return newJoinSample(capture.All, noBudget{}, own)
 	case opts.Sample > 1:
 		notes.add("joining the fast statements of 1 in %d connections (--sample %d, chosen by a hash of the client port): every statement is captured and counted, slow ones joined on every connection; the queue/exec split of fast ones is the sample's", opts.Sample, opts.Sample)
-		return newJoinSample(capture.Sample{N: opts.Sample}, nil, own)
+		return newJoinSample(capture.Sample{N: opts.Sample}, noBudget{}, own)
 	case opts.CPUBudget > 0 && readsRows:
 		return newJoinSample(capture.All, newGovernor(opts.CPUBudget, time.Now(), ProcessCPU()), own)
 	}
-	return newJoinSample(capture.All, nil, own)
+	return newJoinSample(capture.All, noBudget{}, own)
 }
 
 // newWireGauge is what tells the running scans that nothing runs: the

@@ -43,8 +43,8 @@ type joinSample struct {
 
 	// The poller's alone (its goroutine; before it starts, build; after it
 	// ended, the result).
-	gov *governor // nil without a CPU budget
-	own *ownAddrs
+	policy samplePolicy // the CPU budget's governor, or noBudget
+	own    *ownAddrs
 	// hosts is the last processlist read: HOST by id; appPorts the client
 	// ports of the application's connections on the wire (not watch's
 	// own) in it: what the governor's estimates count, for every sample it
@@ -59,10 +59,10 @@ type joinSample struct {
 	readAt time.Time
 }
 
-// newJoinSample is the join sample s (a fixed --sample, or all), set by
-// gov when there is a budget (nil: none).
-func newJoinSample(s capture.Sample, gov *governor, own *ownAddrs) *joinSample {
-	return &joinSample{s: capture.Sample{N: max(s.N, 1), Key: s.Key}, gov: gov, own: own,
+// newJoinSample is the join sample s (a fixed --sample, or all), changed
+// by policy as the run goes (a CPU budget's governor; noBudget keeps it).
+func newJoinSample(s capture.Sample, policy samplePolicy, own *ownAddrs) *joinSample {
+	return &joinSample{s: capture.Sample{N: max(s.N, 1), Key: s.Key}, policy: policy, own: own,
 		in: map[uint64]bool{}, out: map[uint64]bool{}, closed: map[uint64]time.Time{}, leftOut: map[uint64]int64{}}
 }
 
@@ -173,7 +173,7 @@ func (c *joinSample) forgetLeftOut(cutoff int64) {
 // connection id at or after fromUS: a statement of it that began then and
 // was given up without its row lost that row to the sample.
 func (c *joinSample) lostToSample(id uint64, fromUS int64) bool {
-	if id == 0 || c == nil {
+	if id == 0 {
 		return false
 	}
 	c.mu.Lock()
@@ -268,21 +268,47 @@ func (c *joinSample) learn(procs []collect.Process) {
 // reports whether the sample changed (the joiner is then told whether it
 // is partial).
 func (c *joinSample) govern(now time.Time, cpu time.Duration, rate float64) bool {
-	if c.gov == nil {
-		return false
-	}
+	return c.policy.govern(c, now, cpu, rate)
+}
+
+// samplePolicy changes the join sample as the run goes: the CPU budget's
+// governor, or noBudget, which keeps it. Its state is the poller's.
+type samplePolicy interface {
+	govern(c *joinSample, now time.Time, cpu time.Duration, rate float64) bool
+	// note says what it did over the run ("": nothing to say).
+	note(startUS, endUS int64) string
+	// cost adds what it did to the run's OwnCost.
+	cost(c *joinSample, o *OwnCost)
+}
+
+// noBudget keeps the join sample as it started.
+type noBudget struct{}
+
+func (noBudget) govern(*joinSample, time.Time, time.Duration, float64) bool { return false }
+func (noBudget) note(int64, int64) string                                   { return "" }
+func (noBudget) cost(*joinSample, *OwnCost)                                 {}
+
+// govern is the budget's step: it weighs the shares of the connections
+// the sample could follow against watch's CPU so far.
+func (g *governor) govern(c *joinSample, now time.Time, cpu time.Duration, rate float64) bool {
 	cur := c.get()
-	c.gov.key = c.pivotKey
-	next := c.budgetSample(c.gov.observe(now, cpu, cur.N, func(n uint16) float64 { return c.followedRate(n, rate) }))
+	g.key = c.pivotKey
+	next := c.budgetSample(g.observe(now, cpu, cur.N, func(n uint16) float64 { return c.followedRate(n, rate) }))
 	if next == cur {
 		return false
 	}
 	if next.N == cur.N { // the pivot connection went: the same share, other connections
-		c.gov.rekey(now, next.N)
+		g.rekey(now, next.N)
 	}
 	c.set(next)
 	c.replace(c.hosts)
 	return true
+}
+
+func (g *governor) cost(c *joinSample, o *OwnCost) {
+	o.Budget, o.Steps = g.budget, g.steps
+	joined, app := c.followedConns(c.get())
+	o.JoinedConns, o.AppConns = &joined, &app
 }
 
 // keepRows drops the rows of the connections left out. Rows of
@@ -365,20 +391,8 @@ const sampleRefresh = 200 * time.Millisecond
 
 // govNote says what the budget's governor did over the run ("" without a
 // budget).
-func (c *joinSample) govNote(startUS, endUS int64) string {
-	if c.gov == nil {
-		return ""
-	}
-	return c.gov.note(startUS, endUS)
-}
+func (c *joinSample) govNote(startUS, endUS int64) string { return c.policy.note(startUS, endUS) }
 
 // cost is what the budget did, for the run's OwnCost (nothing without a
 // budget).
-func (c *joinSample) cost(o *OwnCost) {
-	if c.gov == nil {
-		return
-	}
-	o.Budget, o.Steps = c.gov.budget, c.gov.steps
-	joined, app := c.followedConns(c.get())
-	o.JoinedConns, o.AppConns = &joined, &app
-}
+func (c *joinSample) cost(o *OwnCost) { c.policy.cost(c, o) }

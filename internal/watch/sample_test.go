@@ -11,12 +11,12 @@ import (
 )
 
 func TestConnSampleFollowsTheProcesslist(t *testing.T) {
-	off := newJoinSample(capture.All, nil, newOwnAddrs())
+	off := newJoinSample(capture.All, noBudget{}, newOwnAddrs())
 	rows := []collect.ServerStatement{{ConnID: 1}, {ConnID: 2}}
 	if kept, _ := off.keep(rows, 0); off.on() || off.skipped() != nil || len(kept) != 2 {
 		t.Fatal("sampling on without --sample > 1")
 	}
-	c := newJoinSample(capture.Sample{N: 4}, nil, newOwnAddrs())
+	c := newJoinSample(capture.Sample{N: 4}, noBudget{}, newOwnAddrs())
 	hosts := map[uint64]string{}
 	var out []uint64
 	for id := uint64(1); id <= 64; id++ {
@@ -89,7 +89,7 @@ func TestStatementRate(t *testing.T) {
 // the wire (not watch's own, not a socket client), a busy one before an
 // idle one, and it stays while the processlist lists it.
 func TestChoosePivot(t *testing.T) {
-	p := newJoinSample(capture.All, nil, newOwnAddrs())
+	p := newJoinSample(capture.All, noBudget{}, newOwnAddrs())
 	p.own.add("127.0.0.1:40010")
 	procs := []collect.Process{
 		{ID: 1, Host: "localhost", Command: "Query"},
@@ -117,7 +117,7 @@ func TestChoosePivot(t *testing.T) {
 	}
 	// A server that resolves names lists our 127.0.0.1 connection as
 	// localhost:port: still ours, never the pivot.
-	q := newJoinSample(capture.All, nil, newOwnAddrs())
+	q := newJoinSample(capture.All, noBudget{}, newOwnAddrs())
 	q.own.add("127.0.0.1:40010")
 	q.choosePivot([]collect.Process{{ID: 1, Host: "localhost:40010", Command: "Query"}, {ID: 2, Host: "localhost:40020", Command: "Sleep"}})
 	if q.pivotHost != "localhost:40020" {
@@ -128,7 +128,7 @@ func TestChoosePivot(t *testing.T) {
 // A budgeted sample of any depth follows the pivot: the estimate of what
 // it follows never drops to nothing while the pivot is listed.
 func TestBudgetSampleFollowsThePivot(t *testing.T) {
-	p := newJoinSample(capture.All, nil, newOwnAddrs())
+	p := newJoinSample(capture.All, noBudget{}, newOwnAddrs())
 	p.own.add("127.0.0.1:40000")
 	procs := []collect.Process{{ID: 99, Host: "127.0.0.1:40000", Command: "Query"}} // watch's own: not counted
 	for id := uint64(1); id <= 8; id++ {

@@ -70,7 +70,7 @@ func TestDecideReason(t *testing.T) {
 // it; one whose row was found and its split withheld does not.
 func TestOutlierMissNote(t *testing.T) {
 	var got []*event.Statement
-	e := testEngine(newJoinSample(capture.All, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
+	e := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
 	given := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.Expired}
 	withheld := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.UnexplainedDelivery}
 	e.tally.fromJoin(given)
@@ -184,7 +184,7 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // the connections is joined from the join sample the poller sets (the
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, noBudget{}, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
 	e.tally = testTally(10, nil, false)
 	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
@@ -199,7 +199,7 @@ func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
 // events file, the store) no snapshot is built, so the statement rules do
 // not run every 5 s for nobody; a sink that takes snapshots gets them.
 func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
+	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, noBudget{}, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
 	e.tally = testTally(10, nil, false)
 	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
 	e.publishSnapshot()

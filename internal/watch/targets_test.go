@@ -158,7 +158,7 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 			t.Fatal("no statement reached the sinks")
 		}
 	}
-	e := testEngine(newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), true)
+	e := testEngine(newJoinSample(capture.Sample{N: 1024, Key: 1}, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), true)
 	defer e.tally.out.close()
 	// Find a client port the 1-in-1024 sample leaves out.
 	port := 40000
@@ -455,7 +455,7 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 // connection).
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
-	e := testEngine(newJoinSample(capture.All, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
+	e := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
 	cut := capture.Sample{N: 1024, Key: 1}
 	port := 40000
 	for cut.Follows(uint16(port)) {
@@ -486,7 +486,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // end, its reason is the sample. A statement that began after the last
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
-	e := testEngine(newJoinSample(capture.All, nil, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), true)
+	e := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), true)
 	out := capture.Sample{N: 2, Key: 1}
 	port := 40000
 	for out.Follows(uint16(port)) {
