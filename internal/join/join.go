@@ -551,7 +551,7 @@ func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
 	c.wires.push(wireItem{s: s, seq: j.seq, prev: c.last})
 	c.lastReqFirst = max(c.lastReqFirst, s.TReqFirst)
 	if s.HasResponse() {
-		c.answerMax = max(c.answerMax, answerOf(s))
+		c.answerMax = max(c.answerMax, AnswerStart(s))
 		c.last = answeredOf(s)
 	}
 	j.held.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS})
@@ -767,7 +767,7 @@ func (j *Joiner) endMisfit(c *connState, i int, r *collect.ServerStatement) int6
 // and, if so, how far its start lies outside the window the wire allows.
 func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64, bool) {
 	s := c.wires.at(i).s
-	answer := answerStart(c, i)
+	answer := latestStart(c, i)
 	if r.StartUS > answer+j.clk.tolUS || r.EndUS > j.latestEnd(c, i) ||
 		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
 		return 0, false
@@ -793,7 +793,16 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 	// before it: its gap begins with the previous answer (startFloor).
 	// E is no evidence: the server ends a statement after sending its
 	// answer, by up to milliseconds on a busy host.
-	return max(startFloor(c, i)-r.StartUS, 0) + max(r.StartUS-answer, 0), true
+	return StartMisfit(r.StartUS, startFloor(c, i), answer), true
+}
+
+// StartMisfit is how far a server row's start lies outside the window in
+// which the server can have started a wire statement, from floor (its
+// request's first byte, or a pipeline's previous answer) to answer (its
+// first answer byte, AnswerStart): 0 inside it. The joiner and watch's
+// targets both judge a row by it, against their own tolerance.
+func StartMisfit(start, floor, answer int64) int64 {
+	return max(floor-start, 0) + max(start-answer, 0)
 }
 
 // latestEnd bounds the end of the i-th pending wire statement's row. The
@@ -825,17 +834,20 @@ func windowEnd(c *connState, i int) int64 {
 	return nextAnswer(c, i)
 }
 
-// answerStart is the first response byte of the i-th pending wire
-// statement, before which the server must have started it; for commands
-// without a response, the next answer.
-func answerStart(c *connState, i int) int64 {
+// latestStart is the latest the server can have started the i-th pending
+// wire statement: its first response byte; for commands without a
+// response, the next answer.
+func latestStart(c *connState, i int) int64 {
 	if s := c.wires.at(i).s; s.HasResponse() {
-		return answerOf(s)
+		return AnswerStart(s)
 	}
 	return nextAnswer(c, i)
 }
 
-func answerOf(s *event.Statement) int64 {
+// AnswerStart is when the server's answer to a wire statement began (its
+// last byte when the first was not seen): the rule by which the joiner and
+// watch's targets bound a server row's end.
+func AnswerStart(s *event.Statement) int64 {
 	if s.TRespFirst != 0 {
 		return min(s.TRespFirst, s.TRespLast)
 	}
@@ -850,7 +862,7 @@ func answerOf(s *event.Statement) int64 {
 func nextAnswer(c *connState, i int) int64 {
 	for k := i + 1; k < c.wires.len(); k++ {
 		if s := c.wires.at(k).s; s.HasResponse() {
-			return answerOf(s)
+			return AnswerStart(s)
 		}
 	}
 	return noEnd
