@@ -90,10 +90,7 @@ func probePort(ctx context.Context, addr string, answered chan<- struct{}) {
 			continue
 		}
 		conn.Close()
-		select {
-		case answered <- struct{}{}:
-		default: // a wake-up is pending already
-		}
+		signal(answered)
 		return
 	}
 }

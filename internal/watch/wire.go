@@ -101,7 +101,7 @@ func (w *wireStage) take(s *event.Statement) {
 
 // signal wakes whoever waits on c, unless a wake is pending already (or c
 // is nil).
-func signal(c chan struct{}) {
+func signal(c chan<- struct{}) {
 	select {
 	case c <- struct{}{}:
 	default:
@@ -128,8 +128,5 @@ func (w *wireStage) noteConn(id uint64) {
 	}
 	w.known[id] = struct{}{}
 	w.connsSeen.Add(1)
-	select {
-	case w.newConns <- struct{}{}:
-	default: // one pending signal covers every connection
-	}
+	signal(w.newConns) // one pending signal covers every connection
 }
