@@ -434,8 +434,8 @@ func (j *Joiner) settleBatch(touched []*connState, nowUS int64) {
 // startOrder returns the indexes of rows by start (then EVENT_ID). A
 // history table is read in ring order, so once the ring has wrapped a
 // poll returns its newest rows first: pushed as they come, every older row
-// would sort back past all the newer ones (quadratic, measured 20% of
-// watch's CPU at 25k statements/s).
+// would sort back past all the newer ones: quadratic, a large share of
+// watch's CPU at saturation (docs/performance.md, "The joiner's CPU").
 func (j *Joiner) startOrder(rows []collect.ServerStatement) []int {
 	order := j.order[:0]
 	for i := range rows {
@@ -539,8 +539,8 @@ func (j *Joiner) release(c *connState) {
 // The released connections kept for reuse, and the items of storage each
 // keeps. A released connection's queues are empty; what they kept is only
 // for the next connection's first items. Kept whole, a connection-per-batch
-// load (500 statements each) left every one of a thousand free connections
-// holding its rows' array (~200 KB each), and the heap grew with the churn.
+// load left every free connection holding its rows' array, and the heap
+// grew with the churn (docs/performance.md, "The joiner's CPU").
 const (
 	maxFree  = 256
 	freeKeep = 16
@@ -809,9 +809,9 @@ func StartMisfit(start, floor, answer int64) int64 {
 // server runs one statement at a time per connection, so it ended this one
 // before it started the next, which was before the next answer. How long
 // after its own answer that is cannot be bounded otherwise: on a busy host
-// the thread may be descheduled between the send and TIMER_END (7-10 ms
-// measured under sysbench). Without a next statement yet, PostSendUS is
-// the guess.
+// the thread may be descheduled between the send and TIMER_END for
+// milliseconds (docs/performance.md, "The server's tail after its
+// answer"). Without a next statement yet, PostSendUS is the guess.
 func (j *Joiner) latestEnd(c *connState, i int) int64 {
 	if i+1 < c.wires.len() {
 		return max(nextAnswer(c, i)+j.clk.tolUS, windowEnd(c, i)+j.clk.endTolUS)
