@@ -12,13 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/sandbox"
 )
 
 func runAnalyzeCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newCheckCmd) }
+func init() { registerConnecting(newCheckCmd) }
 
-func newCheckCmd() *cobra.Command {
+func newCheckCmd(secrets *collect.Secrets) *cobra.Command {
 	var dsn, defaultsFile, format string
 	var noDefaults bool
 	var timeout time.Duration
@@ -41,7 +41,7 @@ The password may come from MYSQL_PWD. Credentials are never printed.`,
   gapscope check --defaults-file ~/.my.cnf`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			defaultsFile, err := resolveTarget("check", dsn, defaultsFile, noDefaults)
+			defaultsFile, err := resolveTarget(secrets, "check", dsn, defaultsFile, noDefaults)
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ The password may come from MYSQL_PWD. Credentials are never printed.`,
 			}
 			ctx, cancel := context.WithTimeout(c.Context(), timeout)
 			defer cancel()
-			rep, err := runCheck(ctx, dsn, defaultsFile)
+			rep, err := runCheck(ctx, secrets, dsn, defaultsFile)
 			if err != nil {
 				return err
 			}
@@ -77,12 +77,12 @@ type checkReport struct {
 
 // runCheck reads the server's capabilities and settings once and applies
 // the check rules to them.
-func runCheck(ctx context.Context, dsn, defaultsFile string) (checkReport, error) {
-	cfg, err := collect.Config(dsn, defaultsFile)
+func runCheck(ctx context.Context, secrets *collect.Secrets, dsn, defaultsFile string) (checkReport, error) {
+	cfg, err := secrets.Config(dsn, defaultsFile)
 	if err != nil {
 		return checkReport{}, err
 	}
-	db, err := collect.OpenConfig(ctx, cfg)
+	db, err := secrets.OpenConfig(ctx, cfg)
 	if err != nil {
 		return checkReport{}, err
 	}

@@ -14,12 +14,12 @@ func addNoDefaultsFlag(fl *pflag.FlagSet, p *bool) {
 // resolveTarget picks the defaults file as the mysql client does (the one
 // given, else ~/.my.cnf unless --no-defaults) and refuses a command line
 // that names no server at all: gapscope never guesses root@127.0.0.1:3306.
-func resolveTarget(command, dsn, defaultsFile string, noDefaults bool) (string, error) {
+func resolveTarget(secrets *collect.Secrets, command, dsn, defaultsFile string, noDefaults bool) (string, error) {
 	if defaultsFile == "" && !noDefaults {
 		defaultsFile = collect.HomeDefaultsFile()
 		// A ~/.my.cnf with no client group (a server's options, say) is no
 		// mistake of this command line when the DSN names the server.
-		if _, err := collect.ReadDefaultsFile(defaultsFile); dsn != "" && err != nil {
+		if _, err := secrets.ReadDefaultsFile(defaultsFile); dsn != "" && err != nil {
 			defaultsFile = ""
 		}
 	}

@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gapscope/gapscope/internal/collect"
 )
 
 const slowlogDir = "../../testdata/slowlogs"
 
 func runDigestCmd(t *testing.T, stdin []byte, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
 )
 
 // runCmdSplit runs gapscope with args and returns stdout and stderr apart.
 func runCmdSplit(ctx context.Context, args ...string) (string, string, error) {
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	"github.com/gapscope/gapscope/internal/watch"
 )
@@ -100,7 +101,7 @@ func runIdleUnitChild(t *testing.T, enc string) {
 	if err := json.Unmarshal([]byte(enc), &args); err != nil {
 		t.Fatal(err)
 	}
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stdout)
 	root.SetArgs(args)

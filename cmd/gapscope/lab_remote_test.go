@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/lab"
 	"github.com/gapscope/gapscope/internal/netlab"
@@ -232,7 +233,7 @@ func TestCapturePointFlag(t *testing.T) {
 			t.Errorf("--capture-point %q: %v (exit %d), want a usage error", p, err, exitCode(err))
 		}
 	}
-	f := watchFlags{dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, storeSample: 1, eventsKeep: 1, poll: time.Second, minPoll: time.Second,
+	f := watchFlags{secrets: collect.NewSecrets(), dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, storeSample: 1, eventsKeep: 1, poll: time.Second, minPoll: time.Second,
 		maxWait: time.Second, capturePoint: "client"}
 	if o, err := f.options(); err != nil || o.CapturePoint != "client" {
 		t.Errorf("--capture-point client: %+v, %v", o.CapturePoint, err)
@@ -247,7 +248,7 @@ func TestCaptureSourceFlag(t *testing.T) {
 		t.Errorf("--capture moon: %v (exit %d), want a usage error", err, exitCode(err))
 	}
 	t.Setenv("GAPSCOPE_CAPTURE", "moon")
-	f := watchFlags{dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, storeSample: 1, eventsKeep: 1, poll: time.Second, minPoll: time.Second,
+	f := watchFlags{secrets: collect.NewSecrets(), dsn: "u@tcp(h:1)/", format: "text", sample: 1, ringMB: 32, storeSample: 1, eventsKeep: 1, poll: time.Second, minPoll: time.Second,
 		maxWait: time.Second, capturePoint: "auto"}
 	if _, err := f.options(); exitCode(err) != exitUsage {
 		t.Errorf("GAPSCOPE_CAPTURE=moon: %v, want a usage error", err)

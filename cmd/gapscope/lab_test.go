@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/spf13/cobra"
 )
 
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

@@ -18,31 +18,46 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	secrets := collect.NewSecrets()
+	// The driver has one logger for the process: its messages are masked
+	// with the passwords this command line gives.
+	if err := collect.LogDriverTo(os.Stderr, secrets); err != nil {
+		fmt.Fprintln(os.Stderr, "gapscope:", err)
+	}
+	code := run(ctx, secrets, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 // run executes one command line and returns its exit code; the error, if
-// any, goes to stderr with every known secret masked.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd()
+// any, goes to stderr with every secret the command learned masked.
+func run(ctx context.Context, secrets *collect.Secrets, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(secrets)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "gapscope:", collect.Mask(err.Error()))
+		fmt.Fprintln(stderr, "gapscope:", secrets.Mask(err.Error()))
 	}
 	return exitCode(err)
 }
 
-// subcommands lists constructors registered by each subcommand's file.
-var subcommands []func() *cobra.Command
+// subcommands lists constructors registered by each subcommand's file; each
+// is given the registry of the passwords the command line gives.
+var subcommands []func(*collect.Secrets) *cobra.Command
 
-func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+// register adds a subcommand that connects to no server.
+func register(f func() *cobra.Command) {
+	subcommands = append(subcommands, func(*collect.Secrets) *cobra.Command { return f() })
+}
 
-func newRootCmd() *cobra.Command {
+// registerConnecting adds a subcommand that connects, through secrets.
+func registerConnecting(f func(*collect.Secrets) *cobra.Command) {
+	subcommands = append(subcommands, f)
+}
+
+func newRootCmd(secrets *collect.Secrets) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gapscope",
 		Short: "Where a MySQL/MariaDB query's time really goes, between the app and the server",
@@ -66,7 +81,7 @@ Labs:     gapscope lab threadpool           (private sandbox, no setup)`,
 	root.SetVersionTemplate("gapscope {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, f := range subcommands {
-		root.AddCommand(f())
+		root.AddCommand(f(secrets))
 	}
 	root.InitDefaultHelpCmd()
 	strictHelp(root)

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newOverheadCmd) }
+func init() { registerConnecting(newOverheadCmd) }
 
 // Default configurations: a sandbox can be restarted, so performance_schema
 // off is the baseline; a user's server is compared with its defaults. The
@@ -28,6 +28,7 @@ const (
 )
 
 type overheadFlags struct {
+	secrets                                        *collect.Secrets // learns the passwords of the target and masks with them
 	dsn, configs, driver, storePath, format, iface string
 	sandbox, consent, keepData                     bool
 	rounds, threads, tables, rows                  int
@@ -35,8 +36,8 @@ type overheadFlags struct {
 	resolution                                     float64
 }
 
-func newOverheadCmd() *cobra.Command {
-	var f overheadFlags
+func newOverheadCmd(secrets *collect.Secrets) *cobra.Command {
+	f := overheadFlags{secrets: secrets}
 	cmd := &cobra.Command{
 		Use:   "overhead (--dsn DSN | --sandbox) [--configs A,B,...]",
 		Short: "Measure what instrumentation costs: TPS under each setting, rotated rounds, ratio with a confidence interval",
@@ -147,7 +148,7 @@ func (f *overheadFlags) options(errOut io.Writer) (overhead.Options, error) {
 	if limit == 0 {
 		limit = -1 // Options: 0 means the default, negative none
 	}
-	return overhead.Options{DSN: f.dsn, AllowChanges: f.consent, Configs: cs, Rounds: f.rounds, TimeLimit: limit, Duration: f.duration,
+	return overhead.Options{DSN: f.dsn, Secrets: f.secrets, AllowChanges: f.consent, Configs: cs, Rounds: f.rounds, TimeLimit: limit, Duration: f.duration,
 		Warmup: warmup, Driver: f.driver, KeepData: f.keepData, Resolution: f.resolution, WatchIface: f.iface,
 		Workload: workload.OLTPOptions{Tables: f.tables, TableSize: f.rows, Threads: f.threads},
 		Progress: overhead.ProgressPrinter(errOut)}, nil
@@ -174,12 +175,12 @@ func runOverhead(ctx context.Context, out, errOut io.Writer, f overheadFlags) er
 		defer inst.Stop()
 		opts.DSN, opts.Sandbox, opts.SandboxArgs = inst.DSN(""), inst, overheadSandboxArgs
 	}
-	rec, err := overhead.Record(ctx, f.storePath, collect.RedactDSN(opts.DSN))
+	rec, err := overhead.Record(ctx, f.storePath, f.secrets.RedactDSN(opts.DSN))
 	if err != nil {
 		return err
 	}
 	opts.OnRound = rec.Add
-	fmt.Fprintf(errOut, "measuring %s on %s ...\n", strings.Join(overhead.Names(opts.Configs), ", "), collect.RedactDSN(opts.DSN))
+	fmt.Fprintf(errOut, "measuring %s on %s ...\n", strings.Join(overhead.Names(opts.Configs), ", "), f.secrets.RedactDSN(opts.DSN))
 	res, err := overhead.Run(ctx, opts)
 	rec.Close(res)
 	if errors.Is(err, overhead.ErrNeedsConsent) || errors.Is(err, overhead.ErrNeedsRestart) {

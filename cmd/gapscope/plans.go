@@ -14,17 +14,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newPlansCmd) }
+func init() { registerConnecting(newPlansCmd) }
 
 type plansFlags struct {
+	secrets                              *collect.Secrets // learns the passwords of the target and masks with them
 	dsn, defaultsFile, storePath, format string
 	noDefaults                           bool
 	duration                             time.Duration
 	opts                                 plans.Options
 }
 
-func newPlansCmd() *cobra.Command {
-	var f plansFlags
+func newPlansCmd(secrets *collect.Secrets) *cobra.Command {
+	f := plansFlags{secrets: secrets}
 	cmd := &cobra.Command{
 		Use:   "plans --dsn DSN [--threshold 1s] [--duration D] [--store FILE.db]",
 		Short: "Catch the plans of slow executions while they run and compare them with the usual plan",
@@ -67,7 +68,7 @@ Fast executions come from performance_schema statement history when it is on
 
 func (f *plansFlags) check() error {
 	var err error
-	if f.defaultsFile, err = resolveTarget("plans", f.dsn, f.defaultsFile, f.noDefaults); err != nil {
+	if f.defaultsFile, err = resolveTarget(f.secrets, "plans", f.dsn, f.defaultsFile, f.noDefaults); err != nil {
 		return err
 	}
 	switch {
@@ -82,16 +83,16 @@ func (f *plansFlags) check() error {
 }
 
 func runPlans(ctx context.Context, out, errOut io.Writer, f plansFlags) error {
-	cfg, err := collect.Config(f.dsn, f.defaultsFile)
+	cfg, err := f.secrets.Config(f.dsn, f.defaultsFile)
 	if err != nil {
 		return err
 	}
-	db, err := collect.OpenConfig(ctx, cfg)
+	db, err := f.secrets.OpenConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	rec, err := plans.Record(ctx, f.storePath, collect.RedactDSN(cfg.FormatDSN()))
+	rec, err := plans.Record(ctx, f.storePath, f.secrets.RedactDSN(cfg.FormatDSN()))
 	if err != nil {
 		return err
 	}

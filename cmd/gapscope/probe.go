@@ -17,9 +17,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newProbeCmd) }
+func init() { registerConnecting(newProbeCmd) }
 
 type probeFlags struct {
+	secrets                       *collect.Secrets // learns the passwords of the target and masks with them
 	dsn, defaultsFile, monitorDSN string
 	noDefaults                    bool
 	every                         time.Duration
@@ -28,8 +29,8 @@ type probeFlags struct {
 	schema                        string
 }
 
-func newProbeCmd() *cobra.Command {
-	var f probeFlags
+func newProbeCmd(secrets *collect.Secrets) *cobra.Command {
+	f := probeFlags{secrets: secrets}
 	cmd := &cobra.Command{
 		Use:   "probe --dsn DSN",
 		Short: "Canary: time a small workload on schedule beside Threads_running; find the concurrency knee",
@@ -74,7 +75,7 @@ summary.`,
 
 func (f *probeFlags) check() error {
 	var err error
-	if f.defaultsFile, err = resolveTarget("probe", f.dsn, f.defaultsFile, f.noDefaults); err != nil {
+	if f.defaultsFile, err = resolveTarget(f.secrets, "probe", f.dsn, f.defaultsFile, f.noDefaults); err != nil {
 		return err
 	}
 	switch {
@@ -102,7 +103,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 	}
 	defer mon.Close()
 	opts.Monitor = mon
-	rec, err := probe.Record(ctx, f.storePath, collect.Target(cfg))
+	rec, err := probe.Record(ctx, f.storePath, f.secrets.Target(cfg))
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 		return rec.Add(opts, p)
 	}
 	opts.OnDiscard = func(err error) { fmt.Fprintf(errOut, "  run failed, discarded: %v\n", err) }
-	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", collect.Target(cfg), opts.Name(), f.every)
+	fmt.Fprintf(errOut, "probing %s with the %s every %s ... (Ctrl-C to stop)\n", f.secrets.Target(cfg), opts.Name(), f.every)
 	res, err := probe.Run(ctx, opts)
 	if cerr := rec.Close(res); err == nil {
 		err = cerr
@@ -130,7 +131,7 @@ func runProbe(ctx context.Context, out, errOut io.Writer, f probeFlags) error {
 // options builds the probe's options from the flags (the canary's DSN
 // keeps the password, which never reaches output).
 func (f *probeFlags) options() (probe.Options, *mysql.Config, error) {
-	cfg, err := collect.Config(f.dsn, f.defaultsFile)
+	cfg, err := f.secrets.Config(f.dsn, f.defaultsFile)
 	if err != nil {
 		return probe.Options{}, nil, err
 	}
@@ -156,11 +157,11 @@ func (f *probeFlags) options() (probe.Options, *mysql.Config, error) {
 // server.
 func (f *probeFlags) openMonitor(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 	if f.monitorDSN != "" {
-		mcfg, err := collect.Config(f.monitorDSN, f.defaultsFile)
+		mcfg, err := f.secrets.Config(f.monitorDSN, f.defaultsFile)
 		if err != nil {
 			return nil, err
 		}
 		cfg = mcfg
 	}
-	return collect.OpenConfig(ctx, cfg.Clone())
+	return f.secrets.OpenConfig(ctx, cfg.Clone())
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/overhead"
 	"github.com/gapscope/gapscope/internal/report"
@@ -21,7 +22,7 @@ import (
 
 func runReportCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gapscope/gapscope/internal/collect"
 )
 
 // runLine runs one command line as main does and returns its exit code,
@@ -18,7 +20,7 @@ import (
 func runLine(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, &out, &errOut)
+	code := run(context.Background(), collect.NewSecrets(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -24,9 +24,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newWatchCmd) }
+func init() { registerConnecting(newWatchCmd) }
 
 type watchFlags struct {
+	secrets                   *collect.Secrets // learns the passwords of the target and masks with them
 	dsn, defaultsFile, iface  string
 	ports                     []uint
 	duration, poll, maxWait   time.Duration
@@ -50,8 +51,8 @@ type watchFlags struct {
 	storeSample, eventsKeep   int
 }
 
-func newWatchCmd() *cobra.Command {
-	var f watchFlags
+func newWatchCmd(secrets *collect.Secrets) *cobra.Command {
+	f := watchFlags{secrets: secrets}
 	cmd := &cobra.Command{
 		Use:   "watch --dsn DSN",
 		Short: "Live: capture the wire, poll performance_schema, split each statement's time",
@@ -155,7 +156,7 @@ func checkIface(iface string, noCapture bool) error {
 }
 
 func (f *watchFlags) options() (watch.Options, error) {
-	defaultsFile, err := resolveTarget("watch", f.dsn, f.defaultsFile, f.noDefaults)
+	defaultsFile, err := resolveTarget(f.secrets, "watch", f.dsn, f.defaultsFile, f.noDefaults)
 	if err != nil {
 		return watch.Options{}, err
 	}
@@ -189,7 +190,7 @@ func (f *watchFlags) options() (watch.Options, error) {
 	if f.storeSample < 1 || f.eventsKeep < 1 {
 		return watch.Options{}, usagef("--store-sample and --events-keep must be 1 or more")
 	}
-	o := watch.Options{DSN: f.dsn, DefaultsFile: defaultsFile, Iface: f.iface, Duration: f.duration,
+	o := watch.Options{DSN: f.dsn, DefaultsFile: defaultsFile, Secrets: f.secrets, Iface: f.iface, Duration: f.duration,
 		PollInterval: f.poll, MinPollInterval: f.minPoll, MaxWait: f.maxWait, KeepLiterals: f.keepLiterals, NoCapture: f.noCapture,
 		EnableConsumers: f.enableConsumers, Plans: f.plans, PlansThreshold: f.plansThreshold, RingMB: f.ringMB, MaxRingMB: f.ringMaxMB,
 		Sample: f.sample, CPUBudget: f.cpuBudget / 100, CapturePoint: f.capturePoint, Capture: f.source}
@@ -215,11 +216,11 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	// The banner names the server the driver will reach (the defaults
 	// file's socket, say), and a DSN gapscope cannot use is refused before
 	// any output is opened.
-	cfg, err := collect.Config(opts.DSN, opts.DefaultsFile)
+	cfg, err := f.secrets.Config(opts.DSN, opts.DefaultsFile)
 	if err != nil {
 		return err
 	}
-	outs, err := report.OpenRunOutputs(ctx, errOut, report.RunOutputOptions{Command: "watch", Target: collect.Target(cfg),
+	outs, err := report.OpenRunOutputs(ctx, errOut, report.RunOutputOptions{Command: "watch", Target: f.secrets.Target(cfg),
 		Events: f.events, EventsLog: eventlog.Options{MaxSize: int64(f.eventsMax), Keep: f.eventsKeep},
 		Store: f.storePath, StoreWriter: store.WriterOptions{SampleEvery: f.storeSample,
 			Limits: store.Limits{MaxBytes: int64(f.storeMax), Retain: time.Duration(f.storeRetain)}}})
@@ -252,7 +253,7 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if !f.noLive && report.IsTerminal(out) && f.format == "text" {
 		opts.Live = out
 	} else {
-		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", collect.Target(cfg))
+		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", f.secrets.Target(cfg))
 	}
 	if os.Getenv("GOMAXPROCS") == "" && opts.Sample <= 1 { // the user's setting wins
 		runtime.GOMAXPROCS(watch.BudgetProcs(opts.CPUBudget, runtime.NumCPU()))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/sandbox"
 	_ "github.com/go-sql-driver/mysql"
 )
@@ -85,7 +86,7 @@ func TestHelperGapscope(t *testing.T) {
 	if args == "" {
 		return
 	}
-	root := newRootCmd()
+	root := newRootCmd(collect.NewSecrets())
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
 	root.SetArgs(strings.Split(args, "\x1f"))

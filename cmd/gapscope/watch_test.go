@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/watch"
 )
@@ -30,14 +31,14 @@ func TestWatchTextFollowsWidth(t *testing.T) {
 // that falls back to server-only and blames capture rights.
 func TestWatchUnknownIface(t *testing.T) {
 	for _, iface := range []string{"nosuchif0", "any"} {
-		f := watchFlags{dsn: "root@tcp(127.0.0.1:1)/", format: "text", iface: iface, sample: 1, ringMB: 32,
+		f := watchFlags{secrets: collect.NewSecrets(), dsn: "root@tcp(127.0.0.1:1)/", format: "text", iface: iface, sample: 1, ringMB: 32,
 			capturePoint: "auto", poll: 1, minPoll: 1, maxWait: 1, noDefaults: true, storeSample: 1, eventsKeep: 1}
 		_, err := f.options()
 		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "lo") {
 			t.Errorf("--iface %s: exit %d (%v), want %d naming the interfaces there are", iface, exitCode(err), err, exitUsage)
 		}
 	}
-	f := watchFlags{dsn: "root@tcp(127.0.0.1:1)/", format: "text", iface: "lo", sample: 1, ringMB: 32,
+	f := watchFlags{secrets: collect.NewSecrets(), dsn: "root@tcp(127.0.0.1:1)/", format: "text", iface: "lo", sample: 1, ringMB: 32,
 		capturePoint: "auto", poll: 1, minPoll: 1, maxWait: 1, noDefaults: true, storeSample: 1, eventsKeep: 1}
 	if _, err := f.options(); err != nil {
 		t.Errorf("--iface lo: %v", err)

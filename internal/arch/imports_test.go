@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"sandbox":    {},
 	"netlab":     {},
 	"eventlog":   {},
-	"txn":        {"event"},
+	"txn":        {"event", "sqltext"},
 	"selfprof":   {},
 	"capture":    {"event", "mysqlproto", "sqltext"},
 	"collect":    {"event", "sqltext"},

@@ -27,13 +27,11 @@ const (
 	headBytes = 1024
 	tailBytes = 128
 	// ebpfPoll is the reader's timer while records come. Header-only
-	// records are small (about 530 bytes a statement under sysbench
-	// oltp_read_write, a quarter of the frames the AF_PACKET ring holds),
-	// so waiting for BPFWakeBytes took over 100 ms at 16k statements/s: a
-	// slow statement then reached watch after the server's default
-	// 1,000-row history_long and its thread's 10-row history had turned
-	// over, and its row was lost. While nothing comes the wait doubles up
-	// to idleWait.
+	// records are small, so waiting for BPFWakeBytes took longer at a
+	// saturating load than the server's history_long and a thread's
+	// history keep a row (docs/performance.md, "The header-only eBPF
+	// capture, built"): a slow statement reached watch after its row was
+	// lost. While nothing comes the wait doubles up to idleWait.
 	ebpfPoll = 25 * time.Millisecond
 	// lightPoll is the timer while records come slower than lightRate a
 	// second (a few hundred statements): every wake of the process costs

@@ -3,6 +3,7 @@ package capture
 import (
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/mysqlproto"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // Transactions from the wire. Every OK and EOF packet carries the server's
@@ -77,9 +78,9 @@ func (t *txnTrack) place(s *event.Statement, ex *mysqlproto.Exchange) {
 // its text's first keyword.
 func endKind(ex *mysqlproto.Exchange) event.TxnEnd {
 	switch firstKeyword(ex) {
-	case "COMMIT":
+	case "commit":
 		return event.TxnEndCommit
-	case "ROLLBACK":
+	case "rollback":
 		return event.TxnEndRollback
 	}
 	return event.TxnEndImplicit
@@ -88,74 +89,17 @@ func endKind(ex *mysqlproto.Exchange) event.TxnEnd {
 // beginsTxn: the statement's text is BEGIN or START TRANSACTION.
 func beginsTxn(ex *mysqlproto.Exchange) bool {
 	switch firstKeyword(ex) {
-	case "BEGIN", "START":
+	case "begin", "start":
 		return true
 	}
 	return false
 }
 
-// firstKeyword is the upper-cased first word of a query's text after
-// leading blanks and comments ("" for other commands). It allocates
-// nothing for the few words it knows.
+// firstKeyword is the first keyword of a query's text, lower-cased
+// (sqltext.FirstKeyword), and "" for other commands.
 func firstKeyword(ex *mysqlproto.Exchange) string {
 	if ex.Cmd != comQuery && ex.Cmd != comStmtExecute {
 		return ""
 	}
-	b := skipBlanksAndComments(ex.SQL)
-	n := 0
-	for n < len(b) && n < 9 && isLetter(b[n]) {
-		n++
-	}
-	var w [9]byte
-	for i := range n {
-		w[i] = b[i] &^ 0x20
-	}
-	switch string(w[:n]) {
-	case "COMMIT":
-		return "COMMIT"
-	case "ROLLBACK":
-		return "ROLLBACK"
-	case "BEGIN":
-		return "BEGIN"
-	case "START":
-		return "START"
-	}
-	return ""
-}
-
-func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
-
-// skipBlanksAndComments drops leading whitespace and /* */, -- and #
-// comments.
-func skipBlanksAndComments(b []byte) []byte {
-	for len(b) > 0 {
-		switch {
-		case b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '(':
-			b = b[1:]
-		case len(b) > 1 && b[0] == '/' && b[1] == '*':
-			end := indexPair(b[2:], '*', '/')
-			if end < 0 {
-				return nil
-			}
-			b = b[2+end+2:]
-		case b[0] == '#' || (len(b) > 2 && b[0] == '-' && b[1] == '-' && (b[2] == ' ' || b[2] == '\t')):
-			i := 0
-			for i < len(b) && b[i] != '\n' {
-				i++
-			}
-			b = b[i:]
-		default:
-			return b
-		}
-	}
-	return b
-}
-
-func indexPair(b []byte, c1, c2 byte) int {
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] == c1 && b[i+1] == c2 {
-			return i
-		}
-	}
-	return -1
+	return sqltext.FirstKeyword(ex.SQL)
 }

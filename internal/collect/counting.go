@@ -16,8 +16,8 @@ import (
 // too), and the COM_QUIT that closes a connection (the pool closes an idle
 // one after a minute). A monitor compares the server's counters with them
 // to tell the server's other clients from itself.
-func OpenConfigCounting(ctx context.Context, cfg *mysql.Config, counts *PoolCounts) (*sql.DB, error) {
-	return openConnector(ctx, cfg, func(c driver.Connector) driver.Connector { return countingConnector{c, counts} })
+func (r *Secrets) OpenConfigCounting(ctx context.Context, cfg *mysql.Config, counts *PoolCounts) (*sql.DB, error) {
+	return r.openConnector(ctx, cfg, func(c driver.Connector) driver.Connector { return countingConnector{c, counts} })
 }
 
 // PoolCounts counts a pool's statements and connections twice: begun,

@@ -42,19 +42,19 @@ func HomeDefaultsFile() string {
 // winning as in the mysql client, following !include and !includedir. A file
 // that gives none of the connection options is an error: gapscope never
 // falls back silently to a server the file did not name.
-func ReadDefaultsFile(path string) (map[string]string, error) {
+func (r *Secrets) ReadDefaultsFile(path string) (map[string]string, error) {
 	out := map[string]string{}
 	groups := map[string]bool{}
-	if err := readCnf(path, out, groups, 0); err != nil {
+	if err := r.readCnf(path, out, groups, 0); err != nil {
 		return nil, err
 	}
 	for _, k := range connectionOptions {
 		if _, ok := out[k]; ok {
-			rememberSecret(out["password"])
+			r.remember(out["password"])
 			return out, nil
 		}
 	}
-	return nil, configErrorf("defaults file %s gives no %s in a [client], [mysql] or [gapscope] group (groups in it: %s)",
+	return nil, r.configErrorf("defaults file %s gives no %s in a [client], [mysql] or [gapscope] group (groups in it: %s)",
 		path, strings.Join(connectionOptions, ", "), groupList(groups))
 }
 
@@ -70,7 +70,7 @@ func groupList(groups map[string]bool) string {
 	return strings.Join(names, " ")
 }
 
-func readCnf(path string, out map[string]string, groups map[string]bool, depth int) error {
+func (r *Secrets) readCnf(path string, out map[string]string, groups map[string]bool, depth int) error {
 	if depth > 8 {
 		return fmt.Errorf("reading %s: !include nested too deep", path)
 	}
@@ -83,21 +83,21 @@ func readCnf(path string, out map[string]string, groups map[string]bool, depth i
 	sc := bufio.NewScanner(f)
 	for lineNo := 1; sc.Scan(); lineNo++ {
 		line := strings.TrimSpace(sc.Text())
-		if err := malformedCnfLine(path, lineNo, line, group); err != nil {
+		if err := r.malformedCnfLine(path, lineNo, line, group); err != nil {
 			return err
 		}
 		switch {
 		case line == "" || line[0] == '#' || line[0] == ';':
 		case strings.HasPrefix(line, "!include "):
 			inc := strings.TrimSpace(strings.TrimPrefix(line, "!include "))
-			if err := readCnf(relTo(path, inc), out, groups, depth+1); err != nil {
+			if err := r.readCnf(relTo(path, inc), out, groups, depth+1); err != nil {
 				return err
 			}
 		case strings.HasPrefix(line, "!includedir "):
 			dir := relTo(path, strings.TrimSpace(strings.TrimPrefix(line, "!includedir ")))
 			files, _ := filepath.Glob(filepath.Join(dir, "*.cnf"))
 			for _, inc := range files {
-				if err := readCnf(inc, out, groups, depth+1); err != nil {
+				if err := r.readCnf(inc, out, groups, depth+1); err != nil {
 					return err
 				}
 			}
@@ -118,14 +118,14 @@ func readCnf(path string, out map[string]string, groups map[string]bool, depth i
 // malformedCnfLine refuses what the mysql client aborts on: a group header
 // without its ']' and an option before any group header. Reading on would
 // take options from the wrong group, or none, and connect elsewhere.
-func malformedCnfLine(path string, lineNo int, line, group string) error {
+func (r *Secrets) malformedCnfLine(path string, lineNo int, line, group string) error {
 	switch {
 	case line == "" || line[0] == '#' || line[0] == ';' || line[0] == '!':
 		return nil
 	case line[0] == '[' && !strings.Contains(line, "]"):
-		return configErrorf("defaults file %s: line %d: group header without its ']' (the mysql client refuses the file too)", path, lineNo)
+		return r.configErrorf("defaults file %s: line %d: group header without its ']' (the mysql client refuses the file too)", path, lineNo)
 	case line[0] != '[' && group == "":
-		return configErrorf("defaults file %s: line %d: option before any [group] header (the mysql client refuses the file too)", path, lineNo)
+		return r.configErrorf("defaults file %s: line %d: option before any [group] header (the mysql client refuses the file too)", path, lineNo)
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ type ConfigError struct{ msg string }
 func (e *ConfigError) Error() string    { return e.msg }
 func (e *ConfigError) UsageError() bool { return true }
 
-func configErrorf(format string, a ...any) error {
-	return &ConfigError{msg: Mask(fmt.Sprintf(format, a...))}
+func (r *Secrets) configErrorf(format string, a ...any) error {
+	return &ConfigError{msg: r.Mask(fmt.Sprintf(format, a...))}
 }
 
 // dsnForm is the form of a DSN, for messages.
@@ -32,23 +32,23 @@ const dsnForm = "user[:password]@tcp(host:port)/[db] or user[:password]@unix(/pa
 // my.cnf defaults file. Fields set in the DSN win over the file; the password
 // falls back to MYSQL_PWD as the mysql client does. Every password it sees is
 // remembered for Mask before anything can fail.
-func Config(dsn, defaultsFile string) (*mysql.Config, error) {
+func (r *Secrets) Config(dsn, defaultsFile string) (*mysql.Config, error) {
 	for _, s := range dsnSecrets(dsn) {
-		rememberSecret(s)
+		r.remember(s)
 	}
-	rememberSecret(os.Getenv("MYSQL_PWD"))
+	r.remember(os.Getenv("MYSQL_PWD"))
 	cfg := mysql.NewConfig()
 	if defaultsFile != "" {
-		opts, err := ReadDefaultsFile(defaultsFile)
+		opts, err := r.ReadDefaultsFile(defaultsFile)
 		if err != nil {
 			return nil, err
 		}
-		if err := applyClientOptions(cfg, opts); err != nil {
+		if err := r.applyClientOptions(cfg, opts); err != nil {
 			return nil, fmt.Errorf("defaults file %s: %w", defaultsFile, err)
 		}
 	}
 	if dsn != "" {
-		d, err := parseDSN(dsn)
+		d, err := r.parseDSN(dsn)
 		if err != nil {
 			return nil, err
 		}
@@ -70,22 +70,22 @@ func Config(dsn, defaultsFile string) (*mysql.Config, error) {
 // accept only to fail later with the DSN in its message: a URL, or a network
 // that is not tcp or unix (a '/' typed for '@' makes "user:password/tcp" the
 // network).
-func parseDSN(dsn string) (*mysql.Config, error) {
+func (r *Secrets) parseDSN(dsn string) (*mysql.Config, error) {
 	if scheme, rest, ok := strings.Cut(dsn, "://"); ok {
-		return nil, configErrorf("DSN %s is a URL (%s://); gapscope takes %s, e.g. %s",
-			Mask(dsn), scheme, dsnForm, urlAsDSN(rest))
+		return nil, r.configErrorf("DSN %s is a URL (%s://); gapscope takes %s, e.g. %s",
+			r.Mask(dsn), scheme, dsnForm, urlAsDSN(rest))
 	}
 	d, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, configErrorf("DSN %s: %v; the form is %s", Mask(dsn), err, dsnForm)
+		return nil, r.configErrorf("DSN %s: %v; the form is %s", r.Mask(dsn), err, dsnForm)
 	}
-	rememberSecret(d.Passwd)
-	rememberTypedForColon(d)
+	r.remember(d.Passwd)
+	r.rememberTypedForColon(d)
 	switch d.Net {
 	case "tcp", "tcp4", "tcp6", "unix":
 	default:
-		return nil, configErrorf("DSN %s: network %q is neither tcp nor unix (is an '@' missing before it?); the form is %s",
-			Mask(dsn), d.Net, dsnForm)
+		return nil, r.configErrorf("DSN %s: network %q is neither tcp nor unix (is an '@' missing before it?); the form is %s",
+			r.Mask(dsn), d.Net, dsnForm)
 	}
 	return d, nil
 }
@@ -94,12 +94,12 @@ func parseDSN(dsn string) (*mysql.Config, error) {
 // no password was given: "mon@pw@tcp(...)" is a ':' typed as '@', and the
 // target, the driver and the server's "Access denied for user ..." would all
 // show the password as part of the user.
-func rememberTypedForColon(d *mysql.Config) {
+func (r *Secrets) rememberTypedForColon(d *mysql.Config) {
 	if d.Passwd != "" {
 		return
 	}
 	if _, typed, ok := strings.Cut(d.User, "@"); ok {
-		rememberSecret(typed)
+		r.remember(typed)
 	}
 }
 
@@ -152,7 +152,7 @@ func dsnHasAddr(dsn string) bool {
 // same options: no host, or host=localhost, means the Unix socket (socket=
 // or the compiled-in default) unless protocol=tcp; the port then does not
 // matter.
-func applyClientOptions(cfg *mysql.Config, o map[string]string) error {
+func (r *Secrets) applyClientOptions(cfg *mysql.Config, o map[string]string) error {
 	cfg.User = o["user"]
 	cfg.Passwd = o["password"]
 	cfg.DBName = o["database"]
@@ -161,7 +161,7 @@ func applyClientOptions(cfg *mysql.Config, o map[string]string) error {
 	switch protocol {
 	case "", "tcp", "socket":
 	default:
-		return configErrorf("protocol=%s: gapscope connects over tcp or socket", protocol)
+		return r.configErrorf("protocol=%s: gapscope connects over tcp or socket", protocol)
 	}
 	if (host == "" || host == "localhost") && protocol != "tcp" {
 		if socket == "" {
@@ -177,7 +177,7 @@ func applyClientOptions(cfg *mysql.Config, o map[string]string) error {
 		port = "3306"
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return configErrorf("port=%s is not a TCP port", port)
+		return r.configErrorf("port=%s is not a TCP port", port)
 	}
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
 	return nil
@@ -185,32 +185,32 @@ func applyClientOptions(cfg *mysql.Config, o map[string]string) error {
 
 // Target names where cfg connects, without the password: "user@tcp(host:port)"
 // or "user@unix(/path/to.sock)", for banners and messages.
-func Target(cfg *mysql.Config) string {
-	return Mask(fmt.Sprintf("%s@%s(%s)", cfg.User, cfg.Net, cfg.Addr))
+func (r *Secrets) Target(cfg *mysql.Config) string {
+	return r.Mask(fmt.Sprintf("%s@%s(%s)", cfg.User, cfg.Net, cfg.Addr))
 }
 
 // Open connects with Config(dsn, defaultsFile) and checks the server
 // answers. Errors never contain the password.
-func Open(dsn, defaultsFile string) (*sql.DB, error) {
-	cfg, err := Config(dsn, defaultsFile)
+func (r *Secrets) Open(dsn, defaultsFile string) (*sql.DB, error) {
+	cfg, err := r.Config(dsn, defaultsFile)
 	if err != nil {
 		return nil, err
 	}
-	return OpenConfig(context.Background(), cfg)
+	return r.OpenConfig(context.Background(), cfg)
 }
 
 // OpenConfig connects with cfg and pings the server.
-func OpenConfig(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
-	return openConnector(ctx, cfg, nil)
+func (r *Secrets) OpenConfig(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	return r.openConnector(ctx, cfg, nil)
 }
 
 // openConnector connects with cfg, its connector wrapped by wrap (nil:
 // as it is), and pings the server.
-func openConnector(ctx context.Context, cfg *mysql.Config, wrap func(driver.Connector) driver.Connector) (*sql.DB, error) {
-	rememberSecret(cfg.Passwd)
+func (r *Secrets) openConnector(ctx context.Context, cfg *mysql.Config, wrap func(driver.Connector) driver.Connector) (*sql.DB, error) {
+	r.remember(cfg.Passwd)
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, MaskError(fmt.Errorf("configuring connection: %w", err))
+		return nil, r.MaskError(fmt.Errorf("configuring connection: %w", err))
 	}
 	if wrap != nil {
 		conn = wrap(conn)
@@ -223,28 +223,28 @@ func openConnector(ctx context.Context, cfg *mysql.Config, wrap func(driver.Conn
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		if ctx.Err() != nil { // given up, not refused: the driver then says "bad connection"
-			return nil, fmt.Errorf("connecting to %s: %w", Target(cfg), ctx.Err())
+			return nil, fmt.Errorf("connecting to %s: %w", r.Target(cfg), ctx.Err())
 		}
-		return nil, MaskError(fmt.Errorf("connecting to %s: %w (is the server running and the DSN right? try: mariadb -h HOST -P PORT -u USER -p)",
-			Target(cfg), err))
+		return nil, r.MaskError(fmt.Errorf("connecting to %s: %w (is the server running and the DSN right? try: mariadb -h HOST -P PORT -u USER -p)",
+			r.Target(cfg), err))
 	}
 	return db, nil
 }
 
 // RedactDSN returns dsn with its password replaced by "xxx", for messages.
-func RedactDSN(dsn string) string {
+func (r *Secrets) RedactDSN(dsn string) string {
 	for _, s := range dsnSecrets(dsn) {
-		rememberSecret(s)
+		r.remember(s)
 	}
 	if !strings.Contains(dsn, "://") {
 		if cfg, err := mysql.ParseDSN(dsn); err == nil {
 			if cfg.Passwd != "" {
 				cfg.Passwd = "xxx"
 			}
-			return Mask(cfg.FormatDSN())
+			return r.Mask(cfg.FormatDSN())
 		}
 	}
-	return Mask(dsn)
+	return r.Mask(dsn)
 }
 
 // IsLocalHost reports whether host (a name or an IP, no port) is this

@@ -8,13 +8,14 @@ import (
 )
 
 func TestRedactDSN(t *testing.T) {
+	sec := NewSecrets()
 	for in, want := range map[string]string{
 		"app:s3cret@tcp(db:3306)/shop": "app:xxx@tcp(db:3306)/shop",
 		"app@tcp(db:3306)/":            "app@tcp(db:3306)/",
 		"app:p@ss:w@rd@tcp(db:3306)/x": "app:xxx@tcp(db:3306)/x",
 		"garbage:secret@nonsense(((":   "garbage:xxx@nonsense(((",
 	} {
-		got := RedactDSN(in)
+		got := sec.RedactDSN(in)
 		if got != want {
 			t.Errorf("RedactDSN(%q) = %q, want %q", in, got, want)
 		}
@@ -34,6 +35,7 @@ func writeCnf(t *testing.T, text string) string {
 }
 
 func TestConfigFromDefaultsFile(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
 	p := writeCnf(t, `
 # comment
@@ -47,7 +49,7 @@ port = 3310
 [mysql]
 database = shop
 `)
-	cfg, err := Config("", p)
+	cfg, err := sec.Config("", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ database = shop
 		t.Errorf("cfg = user %q pass %q %s(%s)", cfg.User, cfg.Passwd, cfg.Net, cfg.Addr)
 	}
 	// The DSN overrides the user but keeps the file's address and password.
-	cfg, err = Config("other@/shop", p)
+	cfg, err = sec.Config("other@/shop", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +67,12 @@ database = shop
 }
 
 func TestConfigSocketAndInclude(t *testing.T) {
+	sec := NewSecrets()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "extra.cnf"), []byte("[client]\nsocket=/run/mysqld/mysqld.sock\n"), 0o600)
 	p := filepath.Join(dir, "my.cnf")
 	os.WriteFile(p, []byte("[client]\nuser=root\n!include extra.cnf\n"), 0o600)
-	cfg, err := Config("", p)
+	cfg, err := sec.Config("", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,29 +82,31 @@ func TestConfigSocketAndInclude(t *testing.T) {
 }
 
 func TestConfigPasswordFromEnv(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "fromenv")
-	cfg, err := Config("app@tcp(127.0.0.1:3306)/", "")
+	cfg, err := sec.Config("app@tcp(127.0.0.1:3306)/", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Passwd != "fromenv" {
 		t.Errorf("password = %q, want MYSQL_PWD", cfg.Passwd)
 	}
-	cfg, _ = Config("app:given@tcp(127.0.0.1:3306)/", "")
+	cfg, _ = sec.Config("app:given@tcp(127.0.0.1:3306)/", "")
 	if cfg.Passwd != "given" {
 		t.Errorf("DSN password must win over MYSQL_PWD, got %q", cfg.Passwd)
 	}
 }
 
 func TestConfigErrorsHidePassword(t *testing.T) {
-	_, err := Config("app:topsecret@tcp(127.0.0.1:3306)/?timeout=notaduration", "")
+	sec := NewSecrets()
+	_, err := sec.Config("app:topsecret@tcp(127.0.0.1:3306)/?timeout=notaduration", "")
 	if err == nil {
 		t.Fatal("DSN with a bad timeout accepted")
 	}
 	if strings.Contains(err.Error(), "topsecret") {
 		t.Errorf("error leaks the password: %v", err)
 	}
-	if _, err := Config("", "/nonexistent/my.cnf"); err == nil {
+	if _, err := sec.Config("", "/nonexistent/my.cnf"); err == nil {
 		t.Error("missing defaults file accepted")
 	}
 }
@@ -140,8 +145,9 @@ func TestIsLocalHost(t *testing.T) {
 // Values are read as my_print_defaults prints them: '#' starts a comment
 // anywhere outside quotes, and a quoted value may be followed by one.
 func TestDefaultsFileCommentsLikeMysqlClient(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
-	cfg, err := Config("", writeCnf(t, "[client]\npassword=ab#cd\nuser=x # who\nsocket='/tmp/a b.sock' # the socket\n"))
+	cfg, err := sec.Config("", writeCnf(t, "[client]\npassword=ab#cd\nuser=x # who\nsocket='/tmp/a b.sock' # the socket\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,9 @@ type historyReader[R any] struct {
 	// threads maps THREAD_ID to PROCESSLIST_ID (0: background or ended),
 	// read from performance_schema.threads when a row names a thread it
 	// does not know. Joining threads in the history query instead costs the
-	// server a nested loop on every read: a 1,000-row ring read with 600
-	// connections open takes 50 ms with the join, 3.1 ms without, 0.5 ms
-	// for the threads table alone (BenchmarkHistoryThreadsJoinSandbox).
+	// server a nested loop on every read, an order of magnitude slower with
+	// many connections open (docs/performance.md, "Reading history_long
+	// without the threads join").
 	threads map[uint64]uint64
 	// sockets are the threads of unix-socket clients among them.
 	sockets map[uint64]bool

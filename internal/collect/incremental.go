@@ -13,10 +13,9 @@ import "fmt"
 // transfer, never duplicates.
 
 // Slack bounds, in picoseconds. The slack is four times the largest
-// lateness observed recently, within these bounds. Measured here (2 cores,
-// 100k ring, sysbench oltp_read_write beside the server, polls 20 ms
-// apart, 20 s): 2 of 167k rows late, by at most 1.6 ms (2 threads); 30 of
-// 262k, at most 6.5 ms (8 threads); none of 335k (32 threads).
+// lateness observed recently, within these bounds: late rows are rare and
+// late by milliseconds (docs/performance.md, "Rows written late to
+// history_long").
 const (
 	defaultMinSlack = 50 * 1_000_000_000 // 50 ms
 	maxSlack        = 2 * PicosPerSec

@@ -53,7 +53,7 @@ func loadedAt(tb testing.TB, ring, threads, rate int) (*sandbox.Instance, func()
 
 func openMonitor(tb testing.TB, inst *sandbox.Instance) *sql.DB {
 	tb.Helper()
-	db, err := Open(inst.DSN(""), "")
+	db, err := NewSecrets().Open(inst.DSN(""), "")
 	if err != nil {
 		tb.Fatal(err)
 	}

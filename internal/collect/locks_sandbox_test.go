@@ -34,7 +34,7 @@ var (
 func lockServer(t testing.TB, args []string) (*sandbox.Instance, *sql.DB) {
 	t.Helper()
 	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: args})
-	mon, err := Open(inst.DSN(""), "")
+	mon, err := NewSecrets().Open(inst.DSN(""), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -13,30 +12,35 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// secrets are the passwords this process has been given (in a DSN, typos
+// Secrets are the passwords a command has been given (in a DSN, typos
 // included, in a defaults file or in MYSQL_PWD). Every message that can carry
 // connection details passes through Mask, which replaces each of them, so a
 // password cannot leave through a path nobody thought of (a driver error that
-// echoes a mistyped DSN as a network name, say).
-var secrets struct {
-	sync.Mutex
+// echoes a mistyped DSN as a network name, say). A command owns one and
+// connects through it, so the passwords it learns are those it masks; a
+// process running several commands (a lab, a test) keeps them apart.
+type Secrets struct {
+	mu   sync.Mutex
 	list []string // longest first, so that a password containing another is replaced whole
 }
 
-// rememberSecret adds a password to those Mask replaces.
-func rememberSecret(s string) {
+// NewSecrets returns a registry that knows no password yet.
+func NewSecrets() *Secrets { return &Secrets{} }
+
+// remember adds a password to those Mask replaces.
+func (r *Secrets) remember(s string) {
 	if s == "" {
 		return
 	}
-	secrets.Lock()
-	defer secrets.Unlock()
-	for _, have := range secrets.list {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, have := range r.list {
 		if have == s {
 			return
 		}
 	}
-	secrets.list = append(secrets.list, s)
-	sort.Slice(secrets.list, func(i, j int) bool { return len(secrets.list[i]) > len(secrets.list[j]) })
+	r.list = append(r.list, s)
+	sort.Slice(r.list, func(i, j int) bool { return len(r.list[i]) > len(r.list[j]) })
 }
 
 // passwordShaped finds "user:password@net(" and "scheme://user:password@" in
@@ -50,12 +54,12 @@ var passwordShaped = []*regexp.Regexp{
 	regexp.MustCompile(`(network ['"][^'":]*):[^'"]*(['"])`),
 }
 
-// Mask returns s with every password gapscope has been given, and anything
-// shaped like the password of a DSN, replaced by "xxx".
-func Mask(s string) string {
-	secrets.Lock()
-	list := secrets.list
-	secrets.Unlock()
+// Mask returns s with every password r has been given, and anything shaped
+// like the password of a DSN, replaced by "xxx".
+func (r *Secrets) Mask(s string) string {
+	r.mu.Lock()
+	list := r.list
+	r.mu.Unlock()
 	for _, p := range list {
 		s = strings.ReplaceAll(s, p, "xxx")
 	}
@@ -75,7 +79,7 @@ func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
 
 // MaskError returns err with its text masked (nil stays nil).
-func MaskError(err error) error {
+func (r *Secrets) MaskError(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -83,7 +87,7 @@ func MaskError(err error) error {
 	if errors.As(err, &m) && m == err {
 		return err
 	}
-	return &maskedError{msg: Mask(err.Error()), err: err}
+	return &maskedError{msg: r.Mask(err.Error()), err: err}
 }
 
 // dsnSecrets are the strings of a DSN, as typed, that may be its password:
@@ -174,14 +178,22 @@ func nonEmpty(ss ...string) []string {
 // connection the server closed while idle is left out (the pool retries
 // on a new connection: nothing was lost, and the line looked like a
 // failure in the middle of watch's output).
-type driverLog struct{ w io.Writer }
+type driverLog struct {
+	w       io.Writer
+	secrets *Secrets
+}
 
 func (l driverLog) Print(v ...any) {
 	msg := fmt.Sprint(v...)
 	if strings.Contains(msg, "closing bad idle connection") {
 		return
 	}
-	fmt.Fprintf(l.w, "gapscope: mysql driver: %s\n", Mask(strings.TrimSpace(msg)))
+	fmt.Fprintf(l.w, "gapscope: mysql driver: %s\n", l.secrets.Mask(strings.TrimSpace(msg)))
 }
 
-func init() { _ = mysql.SetLogger(driverLog{os.Stderr}) }
+// LogDriverTo makes the MySQL driver write its messages to w, masked by r.
+// The driver has one logger for the whole process, so the program sets it
+// once, at start, with the registry its command line fills.
+func LogDriverTo(w io.Writer, r *Secrets) error {
+	return mysql.SetLogger(driverLog{w, r})
+}

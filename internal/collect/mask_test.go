@@ -29,13 +29,14 @@ var malformedDSNs = []string{
 func secretOf(i int) string { return strings.Replace("S3cret%d!", "%d", string(rune('0'+i)), 1) }
 
 func TestMaskedConfigErrors(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
 	for i, dsn := range malformedDSNs {
 		secret := secretOf(i)
 		if i == 6 {
 			secret = "S3c@r/et6!"
 		}
-		cfg, err := Config(dsn, "")
+		cfg, err := sec.Config(dsn, "")
 		if err != nil {
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
@@ -46,53 +47,55 @@ func TestMaskedConfigErrors(t *testing.T) {
 			}
 			continue
 		}
-		if strings.Contains(Target(cfg), secret) {
-			t.Errorf("%d: target shows the password: %s", i, Target(cfg))
+		if strings.Contains(sec.Target(cfg), secret) {
+			t.Errorf("%d: target shows the password: %s", i, sec.Target(cfg))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = OpenConfig(ctx, cfg)
+		_, err = sec.OpenConfig(ctx, cfg)
 		cancel()
 		if err == nil {
 			t.Errorf("%d: %q connected to port 1", i, dsn)
 		} else if strings.Contains(err.Error(), secret) {
 			t.Errorf("%d: connect error shows the password: %v", i, err)
 		}
-		if got := RedactDSN(dsn); strings.Contains(got, secret) {
+		if got := sec.RedactDSN(dsn); strings.Contains(got, secret) {
 			t.Errorf("%d: RedactDSN = %q", i, got)
 		}
 	}
 }
 
 func TestTypoDSNRefused(t *testing.T) {
+	sec := NewSecrets()
 	for _, dsn := range []string{"mon:pw/tcp(127.0.0.1:1)/", "mon:pwtcp(127.0.0.1:1)/", "mysql://mon@db1/shop"} {
-		if _, err := Config(dsn, ""); err == nil {
+		if _, err := sec.Config(dsn, ""); err == nil {
 			t.Errorf("%q accepted", dsn)
 		}
 	}
 	// The password is masked, the address the user typed stays readable.
-	_, err := Config("mon:Typo-Pw/tcp(127.0.0.1:1)/", "")
+	_, err := sec.Config("mon:Typo-Pw/tcp(127.0.0.1:1)/", "")
 	if err == nil || strings.Contains(err.Error(), "Typo-Pw") || !strings.Contains(err.Error(), "tcp(127.0.0.1:1)") {
 		t.Errorf("'/' for '@': %v", err)
 	}
-	_, err = Config("mysql://mon:pw@db1/shop", "")
+	_, err = sec.Config("mysql://mon:pw@db1/shop", "")
 	if err == nil || !strings.Contains(err.Error(), "'mon@tcp(db1:3306)/shop'") {
 		t.Errorf("URL: %v", err)
 	}
 }
 
 func TestMaskFreeText(t *testing.T) {
-	rememberSecret("hunter2-remembered")
+	sec := NewSecrets()
+	sec.remember("hunter2-remembered")
 	for in, want := range map[string]string{
 		"dial app:pw@tcp(h:1): refused": "dial app:xxx@tcp(h:1): refused",
 		"see mysql://u:pw@h/":           "see mysql://u:xxx@h/",
 		"x hunter2-remembered y":        "x xxx y",
 		"app@tcp(h:3306)/ at 12:30":     "app@tcp(h:3306)/ at 12:30",
 	} {
-		if got := Mask(in); got != want {
+		if got := sec.Mask(in); got != want {
 			t.Errorf("Mask(%q) = %q, want %q", in, got, want)
 		}
 	}
-	err := MaskError(&mysql.MySQLError{Number: 1045, Message: "denied for hunter2-remembered"})
+	err := sec.MaskError(&mysql.MySQLError{Number: 1045, Message: "denied for hunter2-remembered"})
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("MaskError lost the chain or the mask: %v", err)
@@ -100,6 +103,7 @@ func TestMaskFreeText(t *testing.T) {
 }
 
 func TestDefaultsFileLikeMysqlClient(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
 	cases := []struct{ cnf, target string }{
 		{"[mysql]\nuser=mon\n", "mon@unix(" + DefaultSocket + ")"},
@@ -109,17 +113,17 @@ func TestDefaultsFileLikeMysqlClient(t *testing.T) {
 		{"[client-server]\nsocket=/s.sock\n[mysqld]\nport=1\n", "root@unix(/s.sock)"},
 	}
 	for _, c := range cases {
-		cfg, err := Config("", writeCnf(t, c.cnf))
+		cfg, err := sec.Config("", writeCnf(t, c.cnf))
 		if err != nil {
 			t.Errorf("%q: %v", c.cnf, err)
 			continue
 		}
-		if got := Target(cfg); got != c.target {
+		if got := sec.Target(cfg); got != c.target {
 			t.Errorf("%q: target %s, want %s", c.cnf, got, c.target)
 		}
 	}
 	for _, bad := range []string{"", "[mysqld]\nuser=mysql\nport=3307\n", "# only a comment\n", "[client]\nhost=db1\nport=99999\n"} {
-		_, err := Config("", writeCnf(t, bad))
+		_, err := sec.Config("", writeCnf(t, bad))
 		var ce *ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("%q: want a ConfigError, got %v", bad, err)
@@ -128,16 +132,17 @@ func TestDefaultsFileLikeMysqlClient(t *testing.T) {
 }
 
 func TestDefaultsFilePasswordMasked(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
-	cfg, err := Config("", writeCnf(t, "[client]\nuser=mon\npassword=\"Pw From File\"\nhost=127.0.0.1\nport=1\n"))
+	cfg, err := sec.Config("", writeCnf(t, "[client]\nuser=mon\npassword=\"Pw From File\"\nhost=127.0.0.1\nport=1\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenConfig(context.Background(), cfg)
+	_, err = sec.OpenConfig(context.Background(), cfg)
 	if err == nil || strings.Contains(err.Error(), "Pw From File") || !strings.Contains(err.Error(), "mon@tcp(127.0.0.1:1)") {
 		t.Errorf("connect error: %v", err)
 	}
-	if got := Mask("password was Pw From File"); got != "password was xxx" {
+	if got := sec.Mask("password was Pw From File"); got != "password was xxx" {
 		t.Errorf("file password not remembered: %q", got)
 	}
 }
@@ -149,24 +154,25 @@ func TestDefaultsFilePasswordMasked(t *testing.T) {
 // password part of the user name, which the target and the server's
 // "Access denied for user ..." both show.
 func TestTypoDSNLeaksNoFragment(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
 	cases := []struct{ dsn, fragment string }{
 		{"mon:Fragm3nt/x9@tcp(127.0.0.1:1)", "Fragm3nt"},
 		{"mon@AtTyped7@tcp(127.0.0.1:1)/", "AtTyped7"},
 	}
 	for _, c := range cases {
-		cfg, err := Config(c.dsn, "")
+		cfg, err := sec.Config(c.dsn, "")
 		if err != nil {
 			if strings.Contains(err.Error(), c.fragment) {
 				t.Errorf("%q: error shows part of the password: %v", c.dsn, err)
 			}
 			continue
 		}
-		if strings.Contains(Target(cfg), c.fragment) {
-			t.Errorf("%q: target shows part of the password: %s", c.dsn, Target(cfg))
+		if strings.Contains(sec.Target(cfg), c.fragment) {
+			t.Errorf("%q: target shows part of the password: %s", c.dsn, sec.Target(cfg))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err = OpenConfig(ctx, cfg)
+		_, err = sec.OpenConfig(ctx, cfg)
 		cancel()
 		if err == nil || strings.Contains(err.Error(), c.fragment) {
 			t.Errorf("%q: connect error shows part of the password: %v", c.dsn, err)
@@ -179,12 +185,13 @@ func TestTypoDSNLeaksNoFragment(t *testing.T) {
 // them would take options from the wrong group (or none) and connect to
 // another server than the file names.
 func TestDefaultsFileMalformedRefused(t *testing.T) {
+	sec := NewSecrets()
 	t.Setenv("MYSQL_PWD", "")
 	for _, bad := range []string{
 		"[client\nuser=x\nsocket=/tmp/x.sock\n",
 		"user=x\n[client]\nsocket=/tmp/x.sock\n",
 	} {
-		_, err := Config("", writeCnf(t, bad))
+		_, err := sec.Config("", writeCnf(t, bad))
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%q: want a ConfigError naming line 1, got %v", bad, err)
@@ -193,9 +200,10 @@ func TestDefaultsFileMalformedRefused(t *testing.T) {
 }
 
 func TestDriverLogMasksAndDropsIdleCloses(t *testing.T) {
-	rememberSecret("Dr1verPw")
+	sec := NewSecrets()
+	sec.remember("Dr1verPw")
 	var b strings.Builder
-	l := driverLog{&b}
+	l := driverLog{&b, sec}
 	l.Print("closing bad idle connection: ", "unexpected read from socket")
 	l.Print("net.Error from Dial()': dial tcp mon:Dr1verPw@tcp(10.0.0.1:1): refused")
 	out := b.String()
@@ -204,5 +212,19 @@ func TestDriverLogMasksAndDropsIdleCloses(t *testing.T) {
 	}
 	if !strings.HasPrefix(out, "gapscope: mysql driver: ") || !strings.Contains(out, "refused") {
 		t.Fatalf("driver log %q: the dial error is missing", out)
+	}
+}
+
+// TestSecretsAreTheirOwn: a password one registry learns is not masked by
+// another, so two commands in one process (a lab, a test) keep theirs apart.
+func TestSecretsAreTheirOwn(t *testing.T) {
+	a, b := NewSecrets(), NewSecrets()
+	a.remember("only-in-a")
+	b.remember("only-in-b")
+	if got := a.Mask("only-in-a only-in-b"); got != "xxx only-in-b" {
+		t.Errorf("a masks %q", got)
+	}
+	if got := b.Mask("only-in-a only-in-b"); got != "only-in-a xxx" {
+		t.Errorf("b masks %q", got)
 	}
 }

@@ -66,7 +66,7 @@ func server(t *testing.T) *sandbox.Instance {
 // monitor opens gapscope's own connection pool (as collect.Open would).
 func monitor(t *testing.T) *sql.DB {
 	t.Helper()
-	db, err := Open(server(t).DSN(""), "")
+	db, err := NewSecrets().Open(server(t).DSN(""), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,9 +122,9 @@ func variablesLike(ctx context.Context, db queryer, names []string) (map[string]
 }
 
 // GlobalStatusOf returns only the named status variables. A full SHOW
-// GLOBAL STATUS builds ~500 rows: under sysbench on MariaDB 10.11 it took
-// 6.5-8.6 ms of server time per read, three variables 0.7-1.5 ms
-// (scripts/bench-watch-server.sh with DIGESTS=1).
+// GLOBAL STATUS builds every row the server has, several times the
+// server time of a few (docs/performance.md, "A few status variables, not
+// all").
 func GlobalStatusOf(ctx context.Context, db queryer, names ...string) (map[string]string, error) {
 	return readPairs(ctx, db, Mark+" SHOW GLOBAL STATUS WHERE Variable_name IN ("+quoteList(names)+")", "global status")
 }

@@ -29,7 +29,7 @@ func TestThreadsNameOnlyTheirOwnConnectionSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.Stop()
-	db, err := Open(inst.DSN(""), "")
+	db, err := NewSecrets().Open(inst.DSN(""), "")
 	if err != nil {
 		t.Fatal(err)
 	}

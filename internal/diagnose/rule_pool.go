@@ -75,8 +75,8 @@ func checkPoolQueue(w *Window) []event.Finding {
 // poolInPlay: the server serves connections with a thread pool (or the
 // statements carry pool groups). Without one, a request waits before it
 // starts only for a CPU or the network stack: scattered milliseconds on a
-// busy host, not a pool to resize (measured here: under sysbench on 2
-// loaded cores, 19 of 276k statements waited 10-60 ms without any pool).
+// busy host, not a pool to resize (docs/performance.md, "Slow statements
+// and queue waits of a healthy load").
 func poolInPlay(w *Window, p pool) bool {
 	if p.Enabled {
 		return true

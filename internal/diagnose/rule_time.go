@@ -23,9 +23,10 @@ func slowParts(w *Window) ([]*event.Statement, parts) {
 }
 
 // slowMatters: slow statements' execution is worth a finding when they are not rare
-// outliers of a healthy load (measured here: sysbench on 2 loaded cores has
-// ~0.5% of statements, COMMITs waiting on fsync, over 100 ms, none near a
-// second), or when one took a second or more.
+// outliers of a healthy load (a loaded sysbench host has a few COMMITs
+// waiting on fsync past 100 ms, none near a second: docs/performance.md,
+// "Slow statements and queue waits of a healthy load"), or when one took a
+// second or more.
 func slowMatters(slow []*event.Statement, all int) bool {
 	var maxUS int64
 	for _, s := range slow {

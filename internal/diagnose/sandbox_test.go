@@ -135,7 +135,7 @@ func checkServer(t *testing.T, db *sql.DB) []event.Finding {
 // account without grants gets both missing-grant findings.
 func TestCheckRulesOnDefaultMariaDB(t *testing.T) {
 	inst := sandbox.ForTest(t, sandbox.Options{ServerArgs: []string{"--performance-schema=ON"}})
-	root, err := collect.Open(inst.DSN(""), "")
+	root, err := collect.NewSecrets().Open(inst.DSN(""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestCheckRulesOnDefaultMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	as := func(user string) *sql.DB {
-		db, err := collect.Open(strings.Replace(inst.DSN(""), "root@", user+":pw@", 1), "")
+		db, err := collect.NewSecrets().Open(strings.Replace(inst.DSN(""), "root@", user+":pw@", 1), "")
 		if err != nil {
 			t.Fatal(err)
 		}

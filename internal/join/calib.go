@@ -143,7 +143,7 @@ func (c *joinClock) reshift(it *rowItem) {
 // statement bounds nothing (no answer yet).
 func pairInterval(c *connState, i int, it *rowItem) (iv interval, ok bool) {
 	s := c.wires.at(i).s
-	answer := answerStart(c, i)
+	answer := latestStart(c, i)
 	if answer == noEnd || !it.timed {
 		return interval{}, false
 	}
@@ -175,7 +175,7 @@ func (iv interval) minus(raw int64) interval { return interval{lo: iv.lo - raw, 
 // off (pipeline.go).
 func (j *Joiner) plausible(c *connState, i int, it *rowItem) bool {
 	s, r := c.wires.at(i).s, &it.r
-	return !pipelined(c.wires.at(i)) && r.StartUS >= s.TReqFirst-j.opts.SearchUS && r.StartUS <= answerStart(c, i)+j.opts.SearchUS &&
+	return !pipelined(c.wires.at(i)) && r.StartUS >= s.TReqFirst-j.opts.SearchUS && r.StartUS <= latestStart(c, i)+j.opts.SearchUS &&
 		cmdCompatible(s.Cmd, r.EventName) && textCompatible(s.SQL, r.SQLText) && j.sameShape(s, it)
 }
 
@@ -240,7 +240,7 @@ func (j *Joiner) voteRow(c *connState, it *rowItem) {
 // clock is being learned a connection holds thousands of them, which
 // every new row would otherwise walk.
 func (j *Joiner) firstAnsweredAfter(c *connState, t int64) int {
-	return sort.Search(c.wires.len(), func(i int) bool { return answerStart(c, i) >= t })
+	return sort.Search(c.wires.len(), func(i int) bool { return latestStart(c, i) >= t })
 }
 
 // voteWire lets the pending rows of a connection vote on the i-th wire

@@ -24,7 +24,7 @@ func TestFirstAnsweredAfterMatchesWalk(t *testing.T) {
 	for t0 := int64(-100); t0 <= 5100; t0 += 7 {
 		want := c.wires.len()
 		for i := 0; i < c.wires.len(); i++ {
-			if answerStart(c, i) >= t0 {
+			if latestStart(c, i) >= t0 {
 				want = i
 				break
 			}

@@ -38,7 +38,7 @@ func (x *spanIndex) build(j *Joiner) {
 	x.spans, x.maxLen = x.spans[:0], 0
 	for id, c := range j.conns {
 		for i := 0; i < c.wires.len(); i++ {
-			answer := answerStart(c, i)
+			answer := latestStart(c, i)
 			if answer >= noEnd {
 				continue // no answer yet (a COM_QUIT): no evidence
 			}

@@ -14,10 +14,10 @@ type clamp struct {
 
 // ServerTailUS is how long the server usually keeps a statement open after
 // its last response byte left: it sends the final OK/EOF, then does its
-// bookkeeping, then records TIMER_END. Measured on MariaDB 10.11 over
-// loopback, server end minus the client's receipt of the answer: median
-// 5 µs, 1st percentile 28-136 µs, worst 1.6 ms on a busy 2-core box. An end
-// clamped by less than this is normal, not a calibration problem.
+// bookkeeping, then records TIMER_END: usually microseconds, rarely more
+// on a busy host (docs/performance.md, "The server's tail after its
+// answer"). An end clamped by less than this is normal, not a calibration
+// problem.
 const ServerTailUS = 200
 
 // decompose splits a wire statement's client-seen time into the five parts

@@ -437,8 +437,8 @@ func (j *Joiner) settleBatch(touched []*connState, nowUS int64) {
 // startOrder returns the indexes of rows by start (then EVENT_ID). A
 // history table is read in ring order, so once the ring has wrapped a
 // poll returns its newest rows first: pushed as they come, every older row
-// would sort back past all the newer ones (quadratic, measured 20% of
-// watch's CPU at 25k statements/s).
+// would sort back past all the newer ones: quadratic, a large share of
+// watch's CPU at saturation (docs/performance.md, "The joiner's CPU").
 func (j *Joiner) startOrder(rows []collect.ServerStatement) []int {
 	order := j.order[:0]
 	for i := range rows {
@@ -542,8 +542,8 @@ func (j *Joiner) release(c *connState) {
 // The released connections kept for reuse, and the items of storage each
 // keeps. A released connection's queues are empty; what they kept is only
 // for the next connection's first items. Kept whole, a connection-per-batch
-// load (500 statements each) left every one of a thousand free connections
-// holding its rows' array (~200 KB each), and the heap grew with the churn.
+// load left every free connection holding its rows' array, and the heap
+// grew with the churn (docs/performance.md, "The joiner's CPU").
 const (
 	maxFree  = 256
 	freeKeep = 16
@@ -554,7 +554,7 @@ func (j *Joiner) pushWire(c *connState, s *event.Statement, nowUS int64) {
 	c.wires.push(wireItem{s: s, seq: j.seq, prev: c.last})
 	c.lastReqFirst = max(c.lastReqFirst, s.TReqFirst)
 	if s.HasResponse() {
-		c.answerMax = max(c.answerMax, answerOf(s))
+		c.answerMax = max(c.answerMax, AnswerStart(s))
 		c.last = answeredOf(s)
 	}
 	j.held.age.push(ageRef{c: c, gen: c.gen, seq: j.seq, added: nowUS})
@@ -770,7 +770,7 @@ func (j *Joiner) endMisfit(c *connState, i int, r *collect.ServerStatement) int6
 // and, if so, how far its start lies outside the window the wire allows.
 func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64, bool) {
 	s := c.wires.at(i).s
-	answer := answerStart(c, i)
+	answer := latestStart(c, i)
 	if r.StartUS > answer+j.clk.tolUS || r.EndUS > j.latestEnd(c, i) ||
 		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
 		return 0, false
@@ -796,16 +796,25 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 	// before it: its gap begins with the previous answer (startFloor).
 	// E is no evidence: the server ends a statement after sending its
 	// answer, by up to milliseconds on a busy host.
-	return max(startFloor(c, i)-r.StartUS, 0) + max(r.StartUS-answer, 0), true
+	return StartMisfit(r.StartUS, startFloor(c, i), answer), true
+}
+
+// StartMisfit is how far a server row's start lies outside the window in
+// which the server can have started a wire statement, from floor (its
+// request's first byte, or a pipeline's previous answer) to answer (its
+// first answer byte, AnswerStart): 0 inside it. The joiner and watch's
+// targets both judge a row by it, against their own tolerance.
+func StartMisfit(start, floor, answer int64) int64 {
+	return max(floor-start, 0) + max(start-answer, 0)
 }
 
 // latestEnd bounds the end of the i-th pending wire statement's row. The
 // server runs one statement at a time per connection, so it ended this one
 // before it started the next, which was before the next answer. How long
 // after its own answer that is cannot be bounded otherwise: on a busy host
-// the thread may be descheduled between the send and TIMER_END (7-10 ms
-// measured under sysbench). Without a next statement yet, PostSendUS is
-// the guess.
+// the thread may be descheduled between the send and TIMER_END for
+// milliseconds (docs/performance.md, "The server's tail after its
+// answer"). Without a next statement yet, PostSendUS is the guess.
 func (j *Joiner) latestEnd(c *connState, i int) int64 {
 	if i+1 < c.wires.len() {
 		return max(nextAnswer(c, i)+j.clk.tolUS, windowEnd(c, i)+j.clk.endTolUS)
@@ -828,17 +837,20 @@ func windowEnd(c *connState, i int) int64 {
 	return nextAnswer(c, i)
 }
 
-// answerStart is the first response byte of the i-th pending wire
-// statement, before which the server must have started it; for commands
-// without a response, the next answer.
-func answerStart(c *connState, i int) int64 {
+// latestStart is the latest the server can have started the i-th pending
+// wire statement: its first response byte; for commands without a
+// response, the next answer.
+func latestStart(c *connState, i int) int64 {
 	if s := c.wires.at(i).s; s.HasResponse() {
-		return answerOf(s)
+		return AnswerStart(s)
 	}
 	return nextAnswer(c, i)
 }
 
-func answerOf(s *event.Statement) int64 {
+// AnswerStart is when the server's answer to a wire statement began (its
+// last byte when the first was not seen): the rule by which the joiner and
+// watch's targets bound a server row's end.
+func AnswerStart(s *event.Statement) int64 {
 	if s.TRespFirst != 0 {
 		return min(s.TRespFirst, s.TRespLast)
 	}
@@ -853,7 +865,7 @@ func answerOf(s *event.Statement) int64 {
 func nextAnswer(c *connState, i int) int64 {
 	for k := i + 1; k < c.wires.len(); k++ {
 		if s := c.wires.at(k).s; s.HasResponse() {
-			return answerOf(s)
+			return AnswerStart(s)
 		}
 	}
 	return noEnd

@@ -27,11 +27,13 @@ const (
 	// offsetRing is how many recent joins the tracking consensus uses.
 	offsetRing = 512
 	// offsetEvery is how many joins pass between two tracking estimates:
-	// the ring turns over once. An estimate sorts 1,024 endpoints (~10 µs),
-	// ~20 ns per join, and still follows 100 ppm of drift.
+	// the ring turns over once. An estimate sorts the ring's endpoints,
+	// a small cost spread over its joins (docs/performance.md, "The
+	// joiner's CPU"), and still follows 100 ppm of drift.
 	offsetEvery = offsetRing
 	// maxVotes bounds the learning votes; when full, the older half is
-	// dropped (a busy stream casts ~50 votes per row: ~1,300 rows fit).
+	// dropped (a busy stream casts dozens of votes per row: the bound
+	// holds a thousand rows or so).
 	maxVotes = 1 << 16
 	// minVotes is how many rows must agree before learning decides.
 	minVotes = 32
@@ -85,8 +87,9 @@ func (o *offsetEstimator) learning() bool { return !o.tracking }
 
 // wantsVote thins the voting once evidence is plentiful: on a busy server
 // every row fits dozens of wire statements within SearchUS, and voting on
-// all of them cost 28% of watch's CPU at 25k statements/s while the
-// estimator only needs a sample. seq is the item's arrival number.
+// all of them was a large share of watch's CPU at saturation
+// (docs/performance.md, "The joiner's CPU") while the estimator only needs
+// a sample. seq is the item's arrival number.
 func (o *offsetEstimator) wantsVote(seq uint64) bool {
 	stride := 1 + uint64(len(o.votes)/voteSampleFrom)
 	return seq%stride == 0

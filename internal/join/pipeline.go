@@ -36,7 +36,7 @@ func answeredOf(s *event.Statement) answerSpan {
 	if !s.HasResponse() || s.ZeroWindowUS > 0 || len(s.ZeroWindows) > 0 || s.Retransmits > 0 {
 		return answerSpan{}
 	}
-	return answerSpan{first: answerOf(s), last: s.TRespLast}
+	return answerSpan{first: AnswerStart(s), last: s.TRespLast}
 }
 
 // maxAnswered bounds the connections whose latest answer is kept while
@@ -145,7 +145,7 @@ func endBeforeAnswer(s *event.Statement, endUS, tolUS int64) bool {
 	if !s.HasResponse() || s.ZeroWindowUS > 0 || len(s.ZeroWindows) > 0 || MayRunSeveral(s) {
 		return false
 	}
-	return endUS < answerOf(s)-max(s.TransitUS, 0)-tolUS
+	return endUS < AnswerStart(s)-max(s.TransitUS, 0)-tolUS
 }
 
 // MayRunSeveral reports whether s's request may run several statements (a

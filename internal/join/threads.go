@@ -495,7 +495,7 @@ func (j *Joiner) connOfRows(rows []anonRow) anonFit {
 		hits, miss, off := 0, 0, 0
 		for i := range shifted {
 			switch k, fit := j.nearestWire(c, &shifted[i]); {
-			case k >= 0 && answerStart(c, k) >= noEnd:
+			case k >= 0 && latestStart(c, k) >= noEnd:
 				// no evidence (see above)
 			case k < 0 || fit > j.clk.fitTolUS || !sqltext.SameText(c.wires.at(k).s.TextHash, texts[i]):
 				// Three connections opened at once run the same point select
@@ -585,7 +585,7 @@ func (j *Joiner) nearestWire(c *connState, r *collect.ServerStatement) (best int
 		if ok && f <= fit {
 			best, fit = i, f
 		}
-		if s := c.wires.at(i).s; s.HasResponse() && answerOf(s)+j.clk.fitTolUS < r.StartUS {
+		if s := c.wires.at(i).s; s.HasResponse() && AnswerStart(s)+j.clk.fitTolUS < r.StartUS {
 			break // answered before the row started: earlier ones were too
 		}
 	}

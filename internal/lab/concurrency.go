@@ -136,7 +136,7 @@ func runRamp(ctx context.Context, o ConcurrencyOptions, r *Result, name string, 
 	if inst.ExtraPort > 0 {
 		monDSN = inst.ExtraDSN("") // status reads must not queue in the pool
 	}
-	mon, err := collect.Open(monDSN, "")
+	mon, err := collect.NewSecrets().Open(monDSN, "")
 	if err != nil {
 		return rp, err
 	}

@@ -99,10 +99,9 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadResult, error) {
 	defer restore()
 	// The data stays on disk (unlike the concurrency lab's): part of what
 	// every instrument costs may be on the file I/O path, which tmpfs makes
-	// nearly free. Tried on tmpfs here, startup ps-all came out x1.083
-	// [x0.770–x1.524] with sysbench and x0.71-x0.96 with the builtin driver,
-	// never decided and no less noisy than on disk, where it costs 12%
-	// (issue 31).
+	// nearly free. Tried on tmpfs, startup ps-all never decided and was no
+	// less noisy than on disk, where its cost shows (docs/performance.md,
+	// "The overhead lab's data on disk"; issue 31).
 	args := OverheadServerArgs
 	inst, err := startSandbox(ctx, o.Options, &r.Result, sandbox.Options{ServerArgs: args, Nice: sandbox.LabNice})
 	if err != nil {

@@ -35,6 +35,10 @@ type Options struct {
 	// DSN of the server to measure (go-sql-driver form; the password may
 	// come from MYSQL_PWD).
 	DSN string
+	// Secrets learns the password of DSN and masks the run's messages
+	// with it: the command's own (nil: the run keeps a registry of its
+	// own).
+	Secrets *collect.Secrets
 	// Sandbox, when set, is the instance behind DSN: gapscope owns it and
 	// may restart it with SandboxArgs plus the performance_schema option a
 	// configuration needs.
@@ -76,6 +80,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Secrets == nil {
+		o.Secrets = collect.NewSecrets()
+	}
 	if o.Rounds <= 0 {
 		o.Rounds = 3
 	}
@@ -231,11 +238,11 @@ func validate(o Options) error {
 }
 
 func openSession(ctx context.Context, o Options) (*session, error) {
-	cfg, err := collect.Config(o.DSN, "")
+	cfg, err := o.Secrets.Config(o.DSN, "")
 	if err != nil {
 		return nil, err
 	}
-	db, err := collect.OpenConfig(ctx, cfg)
+	db, err := o.Secrets.OpenConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +293,7 @@ func onOff(b bool) string {
 func (s *session) newResult() *Result {
 	o := s.opts
 	w := o.Workload
-	return &Result{Server: collect.RedactDSN(o.DSN), Sandbox: o.Sandbox != nil, Driver: o.Driver, Configs: Names(o.Configs),
+	return &Result{Server: o.Secrets.RedactDSN(o.DSN), Sandbox: o.Sandbox != nil, Driver: o.Driver, Configs: Names(o.Configs),
 		Baseline: o.Configs[0].Name, Threads: w.Threads, Tables: w.Tables, TableSize: w.TableSize,
 		Duration: o.Duration, Warmup: max(o.Warmup, 0), Method: Method, Resolution: o.Resolution, MinRounds: o.Rounds, TimeLimit: max(o.TimeLimit, 0)}
 }
@@ -595,7 +602,7 @@ func (s *session) restart(ctx context.Context, psOn bool, extra []string) error 
 // reconnect replaces the pool after a restart: its idle connections are
 // dead, and the driver would log each one it discards.
 func (s *session) reconnect(ctx context.Context) error {
-	db, err := collect.OpenConfig(ctx, s.cfg)
+	db, err := s.opts.Secrets.OpenConfig(ctx, s.cfg)
 	if err != nil {
 		return err
 	}

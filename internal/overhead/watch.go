@@ -25,7 +25,7 @@ func startWatch(ctx context.Context, s *session) error {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &watchRun{cancel: cancel, done: make(chan struct{})}
 	ready := make(chan struct{})
-	opts := watch.Options{DSN: s.dsn, Iface: s.opts.WatchIface, EnableConsumers: true, CPUBudget: watch.DefaultCPUBudget, Ready: func(watch.Started) { close(ready) }}
+	opts := watch.Options{DSN: s.dsn, Secrets: s.opts.Secrets, Iface: s.opts.WatchIface, EnableConsumers: true, CPUBudget: watch.DefaultCPUBudget, Ready: func(watch.Started) { close(ready) }}
 	go func() {
 		defer close(w.done)
 		w.res, w.err = watch.Run(wctx, opts)

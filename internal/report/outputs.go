@@ -33,7 +33,7 @@ const eventsFlushEvery = time.Second
 
 // RunOutputOptions say which outputs a run writes.
 type RunOutputOptions struct {
-	Command, Target string // the store's run: the command, and the server as collect.Target names it (no password)
+	Command, Target string // the store's run: the command, and the server as collect.Secrets.Target names it (no password)
 	Events          string // events file ("": none)
 	EventsLog       eventlog.Options
 	Store           string // SQLite store ("": none)

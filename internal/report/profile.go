@@ -545,7 +545,8 @@ func (s *noteSet) add(n string, perStatement bool) {
 // count records a statement's note under its kind (noteKind). A note with
 // no number in it is its own kind: when seen before, one map lookup
 // counts it, without scanning it (every statement's notes pass here; the
-// scan was 10% of watch's CPU with three notes a statement).
+// scan was a visible share of watch's CPU: docs/performance.md, "The
+// joiner's CPU").
 func (s *noteSet) count(n string) {
 	for i := range s.recent {
 		if r := &s.recent[i]; r.c != nil && r.note == n {

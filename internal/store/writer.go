@@ -297,9 +297,9 @@ var insertStatement = "INSERT INTO statements (" + statementColumns + ") VALUES 
 	strings.TrimSuffix(strings.Repeat("?,", statementArity), ",") + ")"
 
 // insertStatements runs one prepared single-row INSERT per statement: with
-// this driver that beat 16- and 64-row INSERTs by 2x (54k vs 24k rows/s
-// measured side by side), binding many parameters costing more than
-// executing many statements.
+// this driver that beat 16- and 64-row INSERTs (docs/performance.md, "The
+// store's inserts"), binding many parameters costing more than executing
+// many statements.
 func (w *Writer) insertStatements(ctx context.Context, tx *sql.Tx) error {
 	if len(w.stmts) == 0 {
 		return nil

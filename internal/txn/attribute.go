@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // release is an instant at which a connection let go of locks others may
@@ -287,7 +288,7 @@ func isPlainRead(digestText, sql string) bool {
 	if t == "" {
 		t = sql
 	}
-	if firstWord(t) != "select" {
+	if sqltext.FirstKeyword(t) != "select" {
 		return false
 	}
 	t = strings.ToLower(t)
@@ -337,7 +338,7 @@ func mayWait(digestText, sql string) bool {
 	if t == "" {
 		t = sql
 	}
-	switch firstWord(t) {
+	switch sqltext.FirstKeyword(t) {
 	case "select", "with", "update", "delete", "insert", "replace", "load", "call", "lock", "do",
 		"alter", "create", "drop", "truncate", "rename", "optimize", "repair", "analyze":
 		return true
@@ -352,93 +353,12 @@ func isDDL(digestText, sql string) bool {
 	if t == "" {
 		t = sql
 	}
-	w := firstWord(t)
+	w := sqltext.FirstKeyword(t)
 	switch w {
 	case "alter", "create", "drop", "truncate", "rename", "optimize", "repair", "analyze":
 		return true
 	}
 	return false
-}
-
-func firstWord(t string) string {
-	t = skipLead(t)
-	for len(t) > 1 && t[0] == '/' && t[1] == '*' {
-		end := strings.Index(t[2:], "*/")
-		if end < 0 {
-			return ""
-		}
-		t = skipLead(t[2+end+2:])
-	}
-	i := 0
-	for i < len(t) && i < len(lowerWord{}) && (t[i]|0x20 >= 'a' && t[i]|0x20 <= 'z') {
-		i++
-	}
-	if i < len(t) && i == len(lowerWord{}) && t[i]|0x20 >= 'a' && t[i]|0x20 <= 'z' {
-		return "" // longer than any keyword looked for
-	}
-	var w lowerWord
-	for j := range i {
-		w[j] = t[j] | 0x20
-	}
-	return keyword(w[:i])
-}
-
-// skipLead drops leading blanks and parentheses (a loop: TrimLeft with a
-// cutset builds its set at every call, on the wire's path).
-func skipLead(t string) string {
-	i := 0
-	for i < len(t) && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' || t[i] == '\n' || t[i] == '(') {
-		i++
-	}
-	return t[i:]
-}
-
-// lowerWord holds a lower-cased first word: the longest looked for is
-// "truncate" and "optimize".
-type lowerWord [8]byte
-
-// keyword returns the known keyword w spells, as a constant string (no
-// allocation), or "".
-func keyword(w []byte) string {
-	switch string(w) { // the conversion in a switch does not allocate
-	case "select":
-		return "select"
-	case "with":
-		return "with"
-	case "update":
-		return "update"
-	case "delete":
-		return "delete"
-	case "insert":
-		return "insert"
-	case "replace":
-		return "replace"
-	case "load":
-		return "load"
-	case "call":
-		return "call"
-	case "lock":
-		return "lock"
-	case "do":
-		return "do"
-	case "alter":
-		return "alter"
-	case "create":
-		return "create"
-	case "drop":
-		return "drop"
-	case "truncate":
-		return "truncate"
-	case "rename":
-		return "rename"
-	case "optimize":
-		return "optimize"
-	case "repair":
-		return "repair"
-	case "analyze":
-		return "analyze"
-	}
-	return ""
 }
 
 // tablesOf lists the tables a statement's text names after FROM, JOIN,

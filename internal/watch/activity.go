@@ -9,8 +9,9 @@ import (
 // that an idle server costs one status read a second. Each read of the
 // server is a round trip that wakes both processes and crosses the
 // capture's own tap, and waking an idle Go process costs more than the
-// read: at ten running scans a second, an idle watch took ~0.8% of a core
-// (docs/performance.md). While the server is idle the running scans stop,
+// read: ten running scans a second made an idle watch several times its
+// idle cost (docs/performance.md, "An idle watch's reads"). While the
+// server is idle the running scans stop,
 // and history_long, the thread-pool groups and the processlist are read
 // every idleEvery only; the first sign of activity brings them all back at
 // once, for activeFor.

@@ -272,12 +272,9 @@ func formatShare(f float64) string {
 // at least one, at most cpus; cpus without a budget. A budget of 1% needs
 // one below 50 cores (the default 0.5%, below 100). Every processor beyond
 // that is one more thread the runtime hands work to and parks: with one
-// instead of two, watch under a budget switched context 10-50% less often
-// for the same CPU within noise (scripts/bench-watch-cpu.sh at 600 tx/s
-// and with RATE=0, GAPSCOPE set to a wrapper that sets GOMAXPROCS=2, which
-// the CLI leaves alone, against the default: 200-310 against 314-435
-// switches a second), and each switch on a saturated host is paid by the
-// server's threads too.
+// instead of two, watch under a budget switched context less often for
+// the same CPU (docs/performance.md, "Go processors under a CPU budget"),
+// and each switch on a saturated host is paid by the server's threads too.
 func BudgetProcs(budget float64, cpus int) int {
 	if budget <= 0 || cpus <= 1 {
 		return max(cpus, 1)

@@ -94,7 +94,7 @@ func (c *coverageTally) add(s *event.Statement) {
 		}
 		return
 	}
-	c.unjoined.Add(UnjoinedReason(s))
+	c.unjoined.Add(s.Why) // decided once, in tally.add
 }
 
 // unjoinedByReason returns the unjoined counts by the reason's name.

@@ -6,8 +6,8 @@ import (
 	"github.com/gapscope/gapscope/internal/event"
 )
 
-// Unjoined statements are counted by their reason's name, the reasons
-// adding up to what was seen but not joined.
+// Unjoined statements are counted by their reason's name, as the tally
+// decided it, the reasons adding up to what was seen but not joined.
 func TestCoverageTallyCountsReasons(t *testing.T) {
 	var c coverageTally
 	reasons := []event.Reason{event.NoRow, event.Expired, event.RingLost, event.SampledOut, event.TLS, event.UnixSocket}
@@ -21,9 +21,10 @@ func TestCoverageTallyCountsReasons(t *testing.T) {
 		}
 	}
 	c.add(&event.Statement{Joined: true, JoinSource: "history_long"})
-	c.add(&event.Statement{Cmd: "COM_QUIT"})
+	// The tally decided these reasons before counting (decideReason).
+	c.add(&event.Statement{Cmd: "COM_QUIT", Why: event.NoResponse})
 	want[event.NoResponse.String()]++
-	c.add(&event.Statement{TRespLast: 1})
+	c.add(&event.Statement{TRespLast: 1, Why: event.NoReason})
 	want[event.NoReason.String()]++
 	got := c.unjoinedByReason()
 	if len(got) != len(want) || c.seen != 1+sum(want) || c.joined != 1 {

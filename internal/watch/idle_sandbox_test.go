@@ -152,7 +152,7 @@ func TestOwnRecalibrationIsNotActivity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	own := newOwnAddrs()
-	db, _, err := openServer(ctx, Options{DSN: inst.DSN(""), Iface: "lo"}, own)
+	db, _, err := openServer(ctx, Options{DSN: inst.DSN(""), Iface: "lo", Secrets: collect.NewSecrets()}, own)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ type ownAddrs struct {
 	mu    sync.Mutex // serialises writers
 	addrs atomic.Pointer[map[string]bool]
 	// pool counts the connections watch opened and the statements it
-	// sent (collect.OpenConfigCounting): the poller takes them from the
+	// sent (collect.Secrets.OpenConfigCounting): the poller takes them from the
 	// server's counters to see whether anyone else is there.
 	pool collect.PoolCounts
 }

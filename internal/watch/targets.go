@@ -27,16 +27,7 @@ type target struct {
 
 func targetOf(s *event.Statement) target {
 	return target{conn: s.Conn, connID: s.ConnID, reqFirst: s.TReqFirst, reqLast: s.TReqLast,
-		respFirst: answerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS, several: join.MayRunSeveral(s)}
-}
-
-// answerStart is when the server's answer began (its last byte when the
-// first was not seen).
-func answerStart(s *event.Statement) int64 {
-	if s.TRespFirst != 0 {
-		return min(s.TRespFirst, s.TRespLast)
-	}
-	return s.TRespLast
+		respFirst: join.AnswerStart(s), respLast: s.TRespLast, transitUS: s.TransitUS, several: join.MayRunSeveral(s)}
 }
 
 // slowQueue bounds the outliers waiting for the poller; past it they are
@@ -705,7 +696,7 @@ func bestRowFrom(rows []collect.ServerStatement, source string, p *pendingTarget
 		start := r.StartUS - off
 		// From the first request byte: a long request is read while the
 		// statement's timer runs (the join's own rule).
-		fit := max(p.reqFirst-start, 0) + max(start-p.respFirst, 0)
+		fit := join.StartMisfit(start, p.reqFirst, p.respFirst)
 		if fit > tol {
 			continue
 		}

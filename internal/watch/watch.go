@@ -61,6 +61,10 @@ const ReadyLine = "watch: capture and polling running"
 type Options struct {
 	DSN          string
 	DefaultsFile string
+	// Secrets learns the passwords of DSN and DefaultsFile and masks
+	// watch's messages with them: the command's own, so the error it
+	// prints is masked too (nil: the run keeps a registry of its own).
+	Secrets *collect.Secrets
 	// Iface to capture on; "" picks the interface that reaches the server
 	// ("lo" for a local server).
 	Iface string
@@ -137,6 +141,9 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	if o.Secrets == nil {
+		o.Secrets = collect.NewSecrets()
+	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = d.PollInterval
 	}
@@ -266,7 +273,7 @@ func hostOf(addr string) string {
 const pingTimeout = 10 * time.Second
 
 func openServer(ctx context.Context, opts Options, own *ownAddrs) (*sql.DB, string, error) {
-	cfg, err := collect.Config(opts.DSN, opts.DefaultsFile)
+	cfg, err := opts.Secrets.Config(opts.DSN, opts.DefaultsFile)
 	if err != nil {
 		return nil, "", err
 	}
@@ -276,7 +283,7 @@ func openServer(ctx context.Context, opts Options, own *ownAddrs) (*sql.DB, stri
 	cfg.DialFunc = own.dial
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	db, err := collect.OpenConfigCounting(pctx, cfg, &own.pool)
+	db, err := opts.Secrets.OpenConfigCounting(pctx, cfg, &own.pool)
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,10 +3,10 @@ package watch
 import "github.com/gapscope/gapscope/internal/event"
 
 // stmtRing keeps the last size statements for the diagnosis. It grows in
-// fixed chunks and never copies what it holds: a slice grown by append to
-// 50k statements moved every statement about twice while watch started
-// (runtime.memmove under growslice was 11-14% of watch's CPU in a profile
-// of the first 20 s under sysbench). Each statement is held as a
+// fixed chunks and never copies what it holds: a slice grown by append
+// moved every statement about twice while watch started, a visible share
+// of its CPU then (docs/performance.md, "Copies in watch's first seconds").
+// Each statement is held as a
 // windowStmt, the fields the diagnosis and the labs read, in place in
 // its chunk: the statement itself, and what only the join and the sinks
 // needed of it, are left to the collector.

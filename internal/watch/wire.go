@@ -102,7 +102,7 @@ func (w *wireStage) take(s *event.Statement) {
 
 // signal wakes whoever waits on c, unless a wake is pending already (or c
 // is nil).
-func signal(c chan struct{}) {
+func signal(c chan<- struct{}) {
 	select {
 	case c <- struct{}{}:
 	default:
