@@ -134,7 +134,7 @@ func golden(t *testing.T, name string, got []byte) {
 func TestProfileGolden(t *testing.T) {
 	res := syntheticProfile(t).Result()
 	var text, js bytes.Buffer
-	if err := WriteProfileTextWidth(&text, res, 10, DefaultWidth); err != nil {
+	if err := WriteProfileText(&text, res, 10, DefaultWidth); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteJSON(&js, res); err != nil {
@@ -392,7 +392,7 @@ func TestSlowLogGolden(t *testing.T) {
 	}
 	res := p.Result()
 	var text, js bytes.Buffer
-	if err := WriteProfileTextWidth(&text, res, 0, DefaultWidth); err != nil {
+	if err := WriteProfileText(&text, res, 0, DefaultWidth); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteJSON(&js, res.Digests[0]); err != nil {
@@ -491,7 +491,7 @@ func TestEmptyProfile(t *testing.T) {
 	if !strings.Contains(js.String(), `"digests": []`) || !strings.Contains(js.String(), `"notes": []`) {
 		t.Errorf("empty profile JSON has null lists:\n%s", js.String())
 	}
-	if err := WriteProfileTextWidth(&text, res, 5, DefaultWidth); err != nil {
+	if err := WriteProfileText(&text, res, 5, DefaultWidth); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(text.String(), "# 0 statements, 0 connections, 0 digests") {

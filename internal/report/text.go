@@ -14,11 +14,11 @@ import (
 // DefaultWidth is the line width tables are fitted to when none is known.
 const DefaultWidth = 120
 
-// WriteProfileTextWidth writes r as a table for a terminal of width
+// WriteProfileText writes r as a table for a terminal of width
 // columns: the top digests by total time (all when top <= 0), then, when
 // some statements were joined with the server, where their client time
 // went. Digest texts are cut to fit the width.
-func WriteProfileTextWidth(w io.Writer, r *ProfileResult, top, width int) error {
+func WriteProfileText(w io.Writer, r *ProfileResult, top, width int) error {
 	bw := bufio.NewWriter(w)
 	rows := r.Digests
 	if top > 0 && len(rows) > top {

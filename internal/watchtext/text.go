@@ -18,12 +18,12 @@ import (
 
 // Write writes res with the top digests of each profile (0: all) at width.
 func Write(out io.Writer, res *watch.Result, top, width int) error {
-	if err := report.WriteProfileTextWidth(out, res.Profile, top, width); err != nil {
+	if err := report.WriteProfileText(out, res.Profile, top, width); err != nil {
 		return err
 	}
 	if res.NotOnWire != nil {
 		fmt.Fprintln(out, "\nNot on the captured wire (unix-socket clients and the like): the server's time only")
-		if err := report.WriteProfileTextWidth(out, res.NotOnWire, top, width); err != nil {
+		if err := report.WriteProfileText(out, res.NotOnWire, top, width); err != nil {
 			return err
 		}
 	}
