@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -134,9 +135,12 @@ func (p *poller) nextWake(now time.Time) (wait time.Duration, ok bool) {
 	return wait, ok
 }
 
-// final makes every reader's last reads, once the goroutine ended.
+// final makes every reader's last reads, once the goroutine ended, in
+// the reverse order: the outliers' threads first, while the server still
+// holds their rows, then the history, whose last read drops what they
+// fed, then the counters.
 func (p *poller) final(ctx context.Context) {
-	for _, r := range p.readers {
+	for _, r := range slices.Backward(p.readers) {
 		r.final(ctx)
 	}
 }
