@@ -118,7 +118,7 @@ func BenchmarkSinkAdd(b *testing.B) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest, s.wire[i].PoolGroup = true, s.rows[i].Digest, &group
 	}
-	k := newTally(benchBatch, nil, false, nil)
+	k := newTally(benchBatch, newOutputQueue(nil), false, nil)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -140,7 +140,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest = true, s.rows[i].Digest
 	}
-	k := newTally(benchBatch, nil, false, nil)
+	k := newTally(benchBatch, newOutputQueue(nil), false, nil)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -163,7 +163,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 // the server rows were given.
 func joinBench(b *testing.B, withServer bool) {
 	s := newSynth()
-	k := newTally(50_000, nil, false, nil)
+	k := newTally(50_000, newOutputQueue(nil), false, nil)
 	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st) })
 	fresh := make([]event.Statement, benchBatch)
 	t0 := int64(1_700_000_000_000_000)

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -40,9 +41,9 @@ import (
 //     not, reaches tally.add exactly once: the profile, the window the
 //     diagnosis reads, the live view's tallies and the coverage;
 //  5. sinks: the output stage (outputStage) hands each statement to
-//     Options.Sinks (events file, store, exporters) on its own goroutine,
-//     off the joiner's lock; the main loop hands them snapshots; and
-//     the Result at the end.
+//     Options.Sinks (events file, store, exporters, live views) on its own
+//     goroutine, off the joiner's lock, and their snapshots; and the
+//     Result at the end.
 //
 // The wire statements stage and the poller are objects of their own
 // (wireStage, poller) that hold no engine: each one's state is touched by
@@ -117,11 +118,10 @@ type serverSide struct {
 	flavor, version string
 }
 
-// viewStage belongs to the main loop's goroutine (the live view).
+// viewStage is what the live views' snapshots read of the server, set by
+// build (snapshotSource).
 type viewStage struct {
-	liveFindings   []event.Finding
-	liveFindingsAt time.Time
-	liveVars       map[string]string
+	liveVars map[string]string
 }
 
 // noteList collects the run's notes (degraded modes, gaps), deduplicated.
@@ -156,9 +156,8 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	e, err := build(ctx, opts.withDefaults())
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, abandonSinks(opts.Sinks))
 	}
-	defer e.tally.out.close() // a run that fails after build (finish closes it otherwise)
 	defer e.db.Close()
 	defer e.poll.restoreSettings()
 	runCtx, stop := ctx, context.CancelFunc(func() {})
@@ -170,7 +169,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	capDone := e.startCapture(runCtx)
 	pollDone := e.poll.start(runCtx)
 	plansDone := e.startPlans(runCtx)
-	e.publishSnapshot() // sinks learn the server before its first statement
 	// The start read the server's whole history ring (up to 10,000 rows of
 	// text, to prime the cursor) and calibrated the clock: give the memory
 	// back now, not when the scavenger gets to it, or a watch started
@@ -179,12 +177,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if e.opts.Ready != nil {
 		e.opts.Ready()
 	}
+	out := startOutput(e.tally.out, e.opts.Sinks, e.snapshots(), e.opts.LiveEvery)
 	e.loop(runCtx)
 	capStats := e.finish(capDone, pollDone)
 	<-plansDone
 	res := e.result(capStats, started, startCPU)
 	res.ServerOnly = e.noWire
-	e.publishFinal(res)
+	res.CloseErrors = out.close(res)
 	return res, nil
 }
 
@@ -234,7 +233,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	cursor := openHistory(ctx, db, table, &e.notes)
 	e.readsRows = cursor != nil
 	e.work = make(chan struct{}, 1)
-	out := newOutputStage(opts.Sinks)
+	out := newOutputQueue(opts.Sinks)
 	e.txns, e.rowLocks = &txnTally{out: out}, &rowLockSamples{}
 	wantCounter := make(chan struct{}, 1)
 	ledger := newLedger(e.txns, e.rowLocks, wantCounter)
@@ -412,14 +411,6 @@ func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 func (e *engine) loop(ctx context.Context) {
 	flush := time.NewTimer(joinEvery)
 	defer flush.Stop()
-	// No live view and no sink that takes snapshots (the store and the
-	// events file take statements only): no wake-up for them.
-	var draw <-chan time.Time
-	if e.opts.Live != nil || takesSnapshots(e.opts.Sinks) {
-		live := time.NewTicker(e.opts.LiveEvery)
-		defer live.Stop()
-		draw = live.C
-	}
 	armed := true // flush is set; an idle loop waits for work instead
 	for {
 		select {
@@ -430,9 +421,6 @@ func (e *engine) loop(ctx context.Context) {
 				flush.Reset(joinEvery)
 				armed = true
 			}
-		case <-draw:
-			e.drawLive()
-			e.publishSnapshot()
 		case <-ctx.Done():
 			return
 		}
@@ -532,7 +520,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	_ = e.path.readNow()
 	e.joiner.FlushAll()
 	e.tally.ledger.Close() // the transactions still open, as open
-	e.tally.out.close()    // every statement reached the sinks before the final snapshot
+	e.tally.out.close()    // nothing reaches the sinks after this: what did not is counted
 	return st
 }
 
@@ -566,18 +554,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	res.Coverage = e.coverage(res.Join, server)
 	txns, txnCount := e.txns.recent()
 	res.Transactions = txn.Summarize(txns, txnCount)
-	e.tally.mu.Lock()
-	if n := e.tally.streamsNote(); n != "" {
-		e.notes.add("%s", n)
-	}
-	for _, n := range e.notes.all() {
-		e.tally.profile.AddNote(n)
-	}
-	res.Profile = e.tally.profile.Result()
-	if e.tally.unseen != nil {
-		res.NotOnWire = e.tally.unseen.Result()
-	}
-	e.tally.mu.Unlock()
+	res.Profile, res.NotOnWire = e.tally.finalProfile(&e.notes)
 	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool), diagnose.WatchRules()...)
 	if e.plans != nil {
 		res.Findings = append(res.Findings, e.plans.Findings()...)

@@ -94,7 +94,7 @@ func (r *rowLockSamples) readNow(ctx context.Context, db *sql.DB) {
 // to the run's sinks. The ledger calls add from the wire's goroutine and
 // the join's: its own lock.
 type txnTally struct {
-	out  *outputStage
+	out  *outputQueue
 	mu   sync.Mutex
 	txns []event.Transaction
 	all  int64
@@ -130,11 +130,6 @@ func newLedger(tally *txnTally, samples *rowLockSamples, want chan struct{}) *tx
 		opts.RowLockWaits = samples.between
 	}
 	return txn.New(opts)
-}
-
-// TxnSink is a Sink that also takes each finished transaction.
-type TxnSink interface {
-	Transaction(t *event.Transaction)
 }
 
 // readRowLocksWanted reads the row-lock counter when the ledger asked for

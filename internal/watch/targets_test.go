@@ -162,8 +162,9 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 	}
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1024, Key: 1}, nil, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{})),
 		outlierMiss: newTargets(true, true).missNote()}
-	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), false, nil)
-	defer e.tally.out.close()
+	output := startTestOutput(100, time.Hour, StatementFunc(func(s *event.Statement) { out <- s }))
+	e.tally = output.k
+	defer output.end()
 	e.tally.lost = e.lostReason
 	e.joiner = join.New(join.Options{}, e.joined)
 	e.readsRows = true
@@ -463,7 +464,8 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false, nil)
+	out := startTestOutput(100, time.Hour, StatementFunc(func(s *event.Statement) { got = append(got, s) }))
+	e.tally = out.k
 	e.tally.lost = e.lostReason
 	e.joiner = join.New(join.Options{}, e.joined)
 	cut := capture.Sample{N: 1024, Key: 1}
@@ -478,7 +480,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	e.joiner.AddWire(slow, 0)
 	e.sample.set(cut) // the governor cuts
 	e.joiner.FlushAll()
-	e.tally.out.close()
+	out.end()
 	if fast.Joined || fast.Why != event.SampledOut {
 		t.Errorf("the fast statement given up after the cut: reason %s, want %s", fast.Why, event.SampledOut)
 	}
@@ -497,7 +499,8 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
 	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.All, nil, newOwnAddrs()), outlierMiss: newTargets(true, true).missNote()}
-	e.tally = newTally(100, newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), false, nil)
+	output := startTestOutput(100, time.Hour, StatementFunc(func(*event.Statement) {}))
+	e.tally = output.k
 	e.tally.lost = e.lostReason
 	e.joiner = join.New(join.Options{}, e.joined)
 	out := capture.Sample{N: 2, Key: 1}
@@ -524,7 +527,7 @@ func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
 	}
 	e.sample.set(back)
 	e.joiner.FlushAll()
-	e.tally.out.close()
+	output.end()
 	if lost.Joined || lost.Why != event.SampledOut {
 		t.Errorf("the statement whose row a read left out: reason %s, want %s", lost.Why, event.SampledOut)
 	}
