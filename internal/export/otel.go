@@ -234,7 +234,10 @@ const shutdownWait = 10 * time.Second
 func (o *OTel) Close(*watch.Snapshot) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
 	defer cancel()
-	return o.Shutdown(ctx)
+	if err := o.Shutdown(ctx); err != nil {
+		return fmt.Errorf("OpenTelemetry exporters: %w", err)
+	}
+	return nil
 }
 
 // Snapshot takes the server's flavor for db.system.name (watch hands out
