@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
+	"github.com/gapscope/gapscope/internal/watch"
 )
 
 // runCmdSplit runs gapscope with args and returns stdout and stderr apart.
@@ -98,6 +100,48 @@ func TestEventsFilesCarrySchemaVersion(t *testing.T) {
 		}
 		if len(lines) < 3 {
 			t.Errorf("%s: %d lines, the fixture has more statements", filepath.Base(path), len(lines))
+		}
+	}
+}
+
+// The run's outputs and the --txns file are watch sinks: without a file
+// they take nothing (no statement is queued for them); with one, what
+// they take is in the file once watch closed them.
+func TestOutputSinks(t *testing.T) {
+	none, err := report.OpenRunOutputs(context.Background(), io.Discard, report.RunOutputOptions{Command: "watch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := (&outputsSink{RunOutputs: none}); k.Takes() != 0 || k.Close(&watch.Snapshot{Final: true}) != nil || k.closeErr != nil {
+		t.Errorf("no outputs: takes %b, close error %v", k.Takes(), k.closeErr)
+	}
+	if k := (txnsSink{}); k.Takes() != 0 || k.Close(&watch.Snapshot{Final: true}) != nil {
+		t.Errorf("no --txns file: takes %b", k.Takes())
+	}
+	dir := t.TempDir()
+	events, txnsPath := filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "txns.jsonl")
+	outs, err := report.OpenRunOutputs(context.Background(), io.Discard, report.RunOutputOptions{Command: "watch", Events: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := openTxnFile(txnsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, x := &outputsSink{RunOutputs: outs}, txnsSink{f}
+	if o.Takes() != watch.TakesStatements|watch.TakesTransactions || x.Takes() != watch.TakesTransactions {
+		t.Errorf("takes: outputs %b, --txns %b", o.Takes(), x.Takes())
+	}
+	o.Statement(&event.Statement{SQL: "SELECT 1", TRespLast: 1})
+	x.Transaction(&event.Transaction{Conn: "c", LeadSQL: "UPDATE t"})
+	for _, k := range []watch.Sink{o, x} {
+		if err := k.Close(&watch.Snapshot{Final: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, want := range map[string]string{events: "SELECT 1", txnsPath: "UPDATE t"} {
+		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s after Close: %q, %v", filepath.Base(path), b, err)
 		}
 	}
 }

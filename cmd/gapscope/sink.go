@@ -88,22 +88,51 @@ func (r *retention) String() string {
 func (r *retention) Type() string { return "duration" }
 
 // outputsSink hands watch's statements to the run's events file and store
-// (report.RunOutputs.Add), and its finished transactions to the store
-// (report.RunOutputs.Transaction, which makes it a watch.TxnSink).
-type outputsSink struct{ *report.RunOutputs }
+// (report.RunOutputs.Add), and its finished transactions to the store; it
+// takes nothing when neither is open. Its Close closes them with the
+// run's findings and keeps the error, which decides the exit status after
+// the result (reportWatch): it is not a warning to print beside it.
+type outputsSink struct {
+	*report.RunOutputs
+	closeErr error
+}
 
-var _ watch.TxnSink = outputsSink{}
+func (o *outputsSink) Takes() watch.Takes {
+	if !o.Writes() { // every statement would go through a queue and a goroutine to nothing
+		return 0
+	}
+	return watch.TakesStatements | watch.TakesTransactions
+}
 
-func (o outputsSink) Statement(s *event.Statement) { o.Add(s) }
-func (outputsSink) Snapshot(*watch.Snapshot)       {}
+func (o *outputsSink) Statement(s *event.Statement) { o.Add(s) }
+func (o *outputsSink) Snapshot(*watch.Snapshot)     {}
 
-// txnSink hands watch's transactions to a --txns file (written through
-// every second, as --events is).
-type txnSink struct{ f *report.EventsFile }
+func (o *outputsSink) Close(final *watch.Snapshot) error {
+	o.closeErr = o.RunOutputs.Close(final.Findings)
+	return nil
+}
 
-func (txnSink) Statement(*event.Statement)         {}
-func (txnSink) Snapshot(*watch.Snapshot)           {}
-func (t txnSink) Transaction(x *event.Transaction) { t.f.WriteTxn(x) }
+// txnsSink hands watch's transactions to a --txns file (written through
+// every second, as --events is); without one it takes nothing.
+type txnsSink struct{ f *report.EventsFile }
+
+func (t txnsSink) Takes() watch.Takes {
+	if t.f == nil {
+		return 0
+	}
+	return watch.TakesTransactions
+}
+
+func (txnsSink) Statement(*event.Statement)         {}
+func (txnsSink) Snapshot(*watch.Snapshot)           {}
+func (t txnsSink) Transaction(x *event.Transaction) { t.f.WriteTxn(x) }
+
+func (t txnsSink) Close(*watch.Snapshot) error {
+	if err := t.f.Close(); err != nil {
+		return fmt.Errorf("--txns: %w", err)
+	}
+	return nil
+}
 
 // openTxnFile opens a --txns file ("" : none, nil).
 func openTxnFile(path string) (*report.EventsFile, error) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/collect"
-	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/eventlog"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/selfprof"
@@ -227,31 +226,23 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if err != nil {
 		return err
 	}
-	if outs.Writes() { // without outputs, every statement would go through a queue and a goroutine to nothing
-		opts.Sinks = append(opts.Sinks, outputsSink{outs})
-	}
+	outputs := &outputsSink{RunOutputs: outs}
+	opts.Sinks = append(opts.Sinks, outputs)
 	txns, err := openTxnFile(f.txns)
 	if err != nil {
-		_ = outs.Close(nil)
+		closeUnstarted(opts.Sinks)
 		return err
 	}
-	defer func() {
-		if err := txns.Close(); err != nil {
-			fmt.Fprintf(errOut, "warning: --txns: %v\n", err)
-		}
-	}()
-	if txns != nil {
-		opts.Sinks = append(opts.Sinks, txnSink{txns})
-	}
+	opts.Sinks = append(opts.Sinks, txnsSink{txns})
 	exp, err := startExporters(ctx, errOut, f.exp, cfg)
 	if err != nil {
-		_ = outs.Close(nil)
+		closeUnstarted(opts.Sinks)
 		return err
 	}
 	opts.Sinks = append(opts.Sinks, exp.sinks...)
 	opts.Ready = func(s watch.Started) { processReady(s, errOut) }
 	if !f.noLive && report.IsTerminal(out) && f.format == "text" {
-		opts.Live = out
+		opts.Sinks = append(opts.Sinks, watch.NewTerminalView(out))
 	} else {
 		fmt.Fprintf(errOut, "watching %s ... (Ctrl-C to stop)\n", f.secrets.Target(cfg))
 	}
@@ -261,10 +252,16 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	if os.Getenv("GOGC") == "" { // the user's setting wins
 		debug.SetGCPercent(watch.GCPercent)
 	}
-	res, err := watch.Run(ctx, opts)
-	err = reportWatch(out, res, err, outs, f)
-	// After the report: --http-linger keeps serving. An exporter that could
-	// not deliver does not undo what watch measured: a warning, not a failure.
+	res, err := watch.Run(ctx, opts) // it closes the sinks, whatever happens
+	err = reportWatch(out, res, err, outputs, f)
+	// A sink that could not finish (the --txns file, an exporter) does not
+	// undo what watch measured: a warning, not a failure.
+	if res != nil {
+		for _, cerr := range res.CloseErrors {
+			fmt.Fprintf(errOut, "warning: %v\n", cerr)
+		}
+	}
+	// After the report: --http-linger keeps serving the final snapshot.
 	if xerr := exp.stop(); xerr != nil {
 		fmt.Fprintf(errOut, "warning: exporters: %v\n", xerr)
 	}
@@ -287,13 +284,16 @@ func processReady(s watch.Started, errOut io.Writer) {
 	fmt.Fprintln(errOut, watch.ReadyLine)
 }
 
-// reportWatch closes the outputs and prints the run's result.
-func reportWatch(out io.Writer, res *watch.Result, err error, outs *report.RunOutputs, f watchFlags) error {
-	var findings []event.Finding
-	if res != nil {
-		findings = res.Findings
+// closeUnstarted closes the sinks of a watch that does not start.
+func closeUnstarted(sinks []watch.Sink) {
+	for _, k := range sinks {
+		_ = k.Close(&watch.Snapshot{Final: true})
 	}
-	cerr := outs.Close(findings)
+}
+
+// reportWatch prints the run's result; the outputs were closed by watch.
+func reportWatch(out io.Writer, res *watch.Result, err error, outs *outputsSink, f watchFlags) error {
+	cerr := outs.closeErr
 	if err != nil {
 		return errors.Join(err, cerr)
 	}

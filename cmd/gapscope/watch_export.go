@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -62,10 +61,11 @@ func (f *exportFlags) check() error {
 	return nil
 }
 
-// exporters are the running sinks and the HTTP server.
+// exporters are the running sinks and the HTTP server. The sinks close
+// with watch's run (the OTLP exporters flush then); the server outlives
+// it, serving the final snapshot until stop.
 type exporters struct {
 	sinks  []watch.Sink
-	otel   *export.OTel
 	srv    *export.Server
 	linger time.Duration
 }
@@ -75,16 +75,14 @@ type exporters struct {
 func startExporters(ctx context.Context, errOut io.Writer, f exportFlags, cfg *mysql.Config) (*exporters, error) {
 	x := &exporters{linger: f.httpLinger}
 	if f.http != "" {
-		prom, view := export.NewPrometheus(f.topDigests), web.New()
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", prom.Handler())
-		mux.Handle("/", view.Handler())
+		x.sinks = append(x.sinks, mount(mux, "GET /metrics", export.NewPrometheus(f.topDigests)))
+		x.sinks = append(x.sinks, mount(mux, "/", web.New()))
 		srv, err := export.Serve(errOut, f.http, f.webConfig, mux)
 		if err != nil {
 			return nil, err
 		}
 		x.srv = srv
-		x.sinks = append(x.sinks, prom, view)
 	}
 	if export.OTelConfigured(f.otlpEndpoint) {
 		host, port := export.ServerAddress(cfg)
@@ -94,23 +92,28 @@ func startExporters(ctx context.Context, errOut io.Writer, f exportFlags, cfg *m
 			x.stop()
 			return nil, err
 		}
-		x.otel = o
 		x.sinks = append(x.sinks, o)
 	}
 	return x, nil
 }
 
-// stop flushes the OTLP exporters, lingers if asked (the HTTP server keeps
-// the final snapshot), then closes the server.
+// servedSink is a sink the HTTP server serves.
+type servedSink interface {
+	watch.Sink
+	Handler() http.Handler
+}
+
+// mount serves k's handler at pattern and returns k.
+func mount(mux *http.ServeMux, pattern string, k servedSink) watch.Sink {
+	mux.Handle(pattern, k.Handler())
+	return k
+}
+
+// stop lingers if asked (the HTTP server keeps the final snapshot), then
+// closes the server.
 func (x *exporters) stop() error {
-	var errs []error
-	if x.otel != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		errs = append(errs, x.otel.Shutdown(ctx))
-		cancel()
+	if x.srv == nil {
+		return nil
 	}
-	if x.srv != nil {
-		errs = append(errs, x.srv.Stop(x.linger))
-	}
-	return errors.Join(errs...)
+	return x.srv.Stop(x.linger)
 }

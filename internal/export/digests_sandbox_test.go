@@ -140,6 +140,9 @@ func digestsChild(t *testing.T, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(res.CloseErrors) > 0 {
+		t.Fatalf("closing the exporter: %v", res.CloseErrors)
+	}
 	out := digestsResult{Statements: res.Profile.Statements, Rows: len(res.Profile.Digests)}
 	if len(res.Profile.Digests) > 0 {
 		out.Top = res.Profile.Digests[0].DigestText

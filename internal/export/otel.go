@@ -217,7 +217,30 @@ func (o *OTel) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Snapshot takes the server's flavor for db.system.name (watch publishes
+var _ watch.Sink = (*OTel)(nil)
+
+// Takes is part of watch.Sink: OTel records statements and transactions,
+// and takes the server's flavor from the snapshots.
+func (o *OTel) Takes() watch.Takes {
+	return watch.TakesStatements | watch.TakesTransactions | watch.TakesSnapshots
+}
+
+// shutdownWait bounds how long Close waits for the OTLP exporters to send
+// what is queued.
+const shutdownWait = 10 * time.Second
+
+// Close is part of watch.Sink: it flushes what is queued and stops the
+// exporters (Shutdown), waiting at most shutdownWait.
+func (o *OTel) Close(*watch.Snapshot) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	if err := o.Shutdown(ctx); err != nil {
+		return fmt.Errorf("OpenTelemetry exporters: %w", err)
+	}
+	return nil
+}
+
+// Snapshot takes the server's flavor for db.system.name (watch hands out
 // a snapshot before the first statement).
 func (o *OTel) Snapshot(s *watch.Snapshot) {
 	if s.Flavor == "mariadb" {

@@ -41,6 +41,23 @@ func joinedStmt() *event.Statement {
 		Tags: map[string]string{"traceparent": "00-5bd66ef5095369c7b0d1f8f4bd33716a-c532cb4098ac3dd2-01"}}
 }
 
+// Close (the end of watch's run) flushes and stops the exporters: what
+// was recorded was sent, and nothing is after.
+func TestOTelClose(t *testing.T) {
+	o, spans, _ := testOTel(t, OTelOptions{})
+	o.Statement(joinedStmt())
+	if n := len(spans.GetSpans()); n == 0 {
+		t.Fatal("no spans before Close")
+	}
+	if err := o.Close(&watch.Snapshot{Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	o.Statement(joinedStmt())
+	if n := len(spans.GetSpans()); n != 0 { // the exporter's Shutdown empties it
+		t.Errorf("%d spans after Close: the exporters were not shut down", n)
+	}
+}
+
 func TestOTelSpan(t *testing.T) {
 	o, spans, _ := testOTel(t, OTelOptions{})
 	o.Statement(joinedStmt())

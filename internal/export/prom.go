@@ -229,6 +229,21 @@ func Fingerprint(s *event.Statement) string {
 	return sqltext.Digest(cmp.Or(s.DigestText, "("+s.Cmd+")"))
 }
 
+var _ watch.Sink = (*Prometheus)(nil)
+
+// Takes is part of watch.Sink: Prometheus counts statements and
+// transactions, and re-ranks its digests at each snapshot.
+func (p *Prometheus) Takes() watch.Takes {
+	return watch.TakesStatements | watch.TakesTransactions | watch.TakesSnapshots
+}
+
+// Close is part of watch.Sink: /metrics keeps serving the run's final
+// counts for as long as the server serves it (--http-linger).
+func (p *Prometheus) Close(final *watch.Snapshot) error {
+	p.Snapshot(final)
+	return nil
+}
+
 // Statement counts one statement (a watch.Sink method).
 func (p *Prometheus) Statement(s *event.Statement) {
 	if lw := s.LockWaitTime(); lw > 0 {

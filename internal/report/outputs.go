@@ -109,7 +109,7 @@ func (o *RunOutputs) Add(s *event.Statement) {
 	}
 }
 
-// Transaction writes a finished transaction to the store: watch's TxnSink
+// Transaction writes a finished transaction to the store: watch's sink
 // calls it on the output stage's goroutine, as it calls Add. The events
 // file takes statements only (transactions have their own file, --txns).
 // A failed store counts it among its dropped rows.

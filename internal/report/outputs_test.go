@@ -38,7 +38,7 @@ func TestRunOutputsWrites(t *testing.T) {
 }
 
 // TestRunOutputsStoreTransactions: the transactions watch hands the run's
-// outputs (its TxnSink) reach the store, committed with its statements.
+// outputs (through the command's sink) reach the store, committed with its statements.
 func TestRunOutputsStoreTransactions(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")

@@ -159,7 +159,7 @@ func (w *Writer) AddFinding(tUS int64, f *event.Finding) error {
 	return w.maybeFlushLocked()
 }
 
-// AddTransaction queues a finished transaction (watch's TxnSink hands
+// AddTransaction queues a finished transaction (watch's sink hands
 // them over, a few per second at most beside thousands of statements:
 // every one gets a row, bounded by the store's Limits as the rest). It
 // copies the transaction; its Tags map is shared, read only.

@@ -118,7 +118,7 @@ func BenchmarkSinkAdd(b *testing.B) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest, s.wire[i].PoolGroup = true, s.rows[i].Digest, &group
 	}
-	k := testTally(benchBatch, nil, false)
+	k := testTally(benchBatch, newOutputQueue(nil), false)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -140,7 +140,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 	for i := range s.wire {
 		s.wire[i].Joined, s.wire[i].Digest = true, s.rows[i].Digest
 	}
-	k := testTally(benchBatch, nil, false)
+	k := testTally(benchBatch, newOutputQueue(nil), false)
 	for i := range s.wire {
 		k.add(&s.wire[i])
 	}
@@ -163,7 +163,7 @@ func TestSinkAddAllocFree(t *testing.T) {
 // the server rows were given.
 func joinBench(b *testing.B, withServer bool) {
 	s := newSynth()
-	k := testTally(50_000, nil, false)
+	k := testTally(50_000, newOutputQueue(nil), false)
 	j := join.New(join.Options{MaxWait: 5 * time.Second}, func(st *event.Statement) { k.add(st) })
 	fresh := make([]event.Statement, benchBatch)
 	t0 := int64(1_700_000_000_000_000)

@@ -105,14 +105,7 @@ func (c *coverageTally) unjoinedByReason() map[string]int64 {
 // coverage assembles the run's Coverage from the tally's tally and both
 // sides' counters.
 func (e *engine) coverage(js join.Stats, server ServerSideStats) Coverage {
-	e.tally.mu.Lock()
-	t := &e.tally.cov
-	c := Coverage{Seen: t.seen, Joined: t.joined, JoinedBySource: maps.Clone(t.bySource), Unjoined: t.unjoinedByReason(),
-		Outliers: t.outliers, OutliersJoined: t.outliersJoined, NotOnWireBy: t.unseen.Map(), NotOnWireUS: t.unseenUS}
-	for _, n := range c.NotOnWireBy {
-		c.NotOnWire += n
-	}
-	e.tally.mu.Unlock()
+	c := e.tally.coverage()
 	c.ReplicaStreams = c.Unjoined[event.ReplicaStream.String()]
 	c.QueueDropped = server.QueueDrops
 	c.OutputDropped = e.tally.out.drops()

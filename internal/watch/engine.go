@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -90,11 +91,10 @@ func (s *serverSide) setIdentity(info collect.ServerInfo) {
 	s.serverM.Unlock()
 }
 
-// viewStage belongs to the main loop's goroutine (the live view).
+// viewStage is what the live views' snapshots read of the server, set by
+// build (snapshotSource).
 type viewStage struct {
-	liveFindings   []event.Finding
-	liveFindingsAt time.Time
-	liveVars       map[string]string
+	liveVars map[string]string
 }
 
 // noteList collects the run's notes (degraded modes, gaps), deduplicated.
@@ -129,9 +129,8 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	e, err := build(ctx, opts.withDefaults())
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, abandonSinks(opts.Sinks))
 	}
-	defer e.tally.out.close() // a run that fails after build (finish closes it otherwise)
 	defer e.db.Close()
 	defer e.consumers.undo()
 	runCtx, stop := ctx, context.CancelFunc(func() {})
@@ -143,14 +142,14 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	capDone := e.startCapture(runCtx)
 	pollDone := e.poll.start(runCtx)
 	plansDone := e.startPlans(runCtx)
-	e.publishSnapshot() // sinks learn the server before its first statement
 	e.opts.Ready(Started{RingBytes: e.capture.RingBytes()})
+	out := startOutput(e.tally.out, e.opts.Sinks, e.snapshots(), e.opts.LiveEvery)
 	e.loop(runCtx)
 	capStats := e.finish(capDone, pollDone)
 	<-plansDone
 	res := e.result(capStats, started, startCPU)
 	res.ServerOnly = e.noWire
-	e.publishFinal(res)
+	res.CloseErrors = out.close(res)
 	return res, nil
 }
 
@@ -188,7 +187,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	readsRows := cursor != nil
 
 	work, pollerWake := make(chan struct{}, 1), make(chan struct{}, 1)
-	out := newOutputStage(opts.Sinks)
+	out := newOutputQueue(opts.Sinks)
 	txns, rowLocks, wantCounter := &txnTally{out: out}, &rowLockSamples{}, &atomic.Bool{}
 	ledger := newLedger(txns, rowLocks, wantCounter, pollerWake)
 	wire := newWireStage(own, opts.QueueLen, readsRows, ledger, work, pollerWake)
@@ -395,14 +394,6 @@ func (e *engine) startPlans(ctx context.Context) <-chan struct{} {
 func (e *engine) loop(ctx context.Context) {
 	flush := time.NewTimer(joinEvery)
 	defer flush.Stop()
-	// No live view and no sink that takes snapshots (the store and the
-	// events file take statements only): no wake-up for them.
-	var draw <-chan time.Time
-	if e.opts.Live != nil || takesSnapshots(e.opts.Sinks) {
-		live := time.NewTicker(e.opts.LiveEvery)
-		defer live.Stop()
-		draw = live.C
-	}
 	armed := true // flush is set; an idle loop waits for work instead
 	for {
 		select {
@@ -413,9 +404,6 @@ func (e *engine) loop(ctx context.Context) {
 				flush.Reset(joinEvery)
 				armed = true
 			}
-		case <-draw:
-			e.drawLive()
-			e.publishSnapshot()
 		case <-ctx.Done():
 			return
 		}
@@ -506,7 +494,7 @@ func (e *engine) finish(capDone <-chan capture.Stats, pollDone <-chan struct{}) 
 	e.poll.final(ctx)
 	e.joiner.FlushAll()
 	e.tally.ledger.Close() // the transactions still open, as open
-	e.tally.out.close()    // every statement reached the sinks before the final snapshot
+	e.tally.out.close()    // nothing reaches the sinks after this: what did not is counted
 	return st
 }
 
@@ -538,18 +526,7 @@ func (e *engine) result(st capture.Stats, started time.Time, startCPU time.Durat
 	res.Coverage = e.coverage(res.Join, server)
 	txns, txnCount := e.txns.recent()
 	res.Transactions = txn.Summarize(txns, txnCount)
-	e.tally.mu.Lock()
-	if n := e.tally.streamsNote(); n != "" {
-		e.notes.add("%s", n)
-	}
-	for _, n := range e.notes.all() {
-		e.tally.profile.AddNote(n)
-	}
-	res.Profile = e.tally.profile.Result()
-	if e.tally.unseen != nil {
-		res.NotOnWire = e.tally.unseen.Result()
-	}
-	e.tally.mu.Unlock()
+	res.Profile, res.NotOnWire = e.tally.finalProfile(e.notes)
 	res.Findings = diagnose.Run(e.diagnoseWindow(window, pool), diagnose.WatchRules()...)
 	res.Findings = append(res.Findings, e.plans.Findings()...)
 	res.Notes = e.notes.all()

@@ -3,81 +3,48 @@ package watch
 import (
 	"bufio"
 	"fmt"
-	"strconv"
+	"io"
 	"time"
 
-	"github.com/gapscope/gapscope/internal/capture"
-	"github.com/gapscope/gapscope/internal/diagnose"
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/report"
 	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
-// drawLive redraws the terminal view: the worst statements now with their
-// five parts, and queue time per pool group.
-func (e *engine) drawLive() {
-	if e.opts.Live == nil {
-		return
-	}
-	e.tally.mu.Lock()
-	worst := append([]event.Statement(nil), e.tally.worst...)
-	total, joined := e.tally.total, e.tally.joined
-	groups := e.tally.groupList()
-	conns := e.tally.topConns(5)
-	serverOnly := e.tally.serverOnly
-	streams := e.tally.streamsNote()
-	e.tally.mu.Unlock()
-	e.refreshLiveFindings()
-	w := bufio.NewWriter(e.opts.Live)
+// terminalView is the terminal's live view, a sink of snapshots: the
+// worst statements now with their five parts, queue time per pool group,
+// the connections that lost most time waiting and the statement rules'
+// findings, redrawn at each snapshot.
+type terminalView struct{ w io.Writer }
+
+// NewTerminalView is the live view drawn on w, a terminal, every
+// LiveEvery. The last frame stays on the screen: the final snapshot is
+// the run's result, which the command prints below it.
+func NewTerminalView(w io.Writer) Sink { return terminalView{w} }
+
+func (terminalView) Takes() Takes                   { return TakesSnapshots }
+func (terminalView) Statement(*event.Statement)     {}
+func (terminalView) Transaction(*event.Transaction) {}
+func (terminalView) Close(*Snapshot) error          { return nil }
+
+// Snapshot redraws the view.
+func (v terminalView) Snapshot(s *Snapshot) {
+	w := bufio.NewWriter(v.w)
 	defer w.Flush()
 	fmt.Fprint(w, "\x1b[H\x1b[2J")
 	fmt.Fprintf(w, "gapscope watch  %s  statements %d  joined %d  dropped %d  pending %d%s\n\n",
-		time.Now().Format(time.TimeOnly), total, joined, e.wire.queueDrops.Load(), e.joiner.Pending(), e.followingNote())
-	if serverOnly {
-		writeWorstServer(w, worst)
+		time.UnixMicro(s.TimeUS).Format(time.TimeOnly), s.Health.Statements, s.Health.Joined, s.Health.QueueDrops, s.Pending, s.Health.Following)
+	if s.ServerOnly {
+		writeWorstServer(w, s.Worst)
 	} else {
-		writeWorst(w, worst)
+		writeWorst(w, s.Worst)
 	}
-	writeGroups(w, groups)
-	writeConns(w, conns)
-	if streams != "" {
-		fmt.Fprintf(w, "\nreplicas: %s\n", streams)
+	writeGroups(w, s.Groups)
+	writeConns(w, s.Conns)
+	if s.Streams != "" {
+		fmt.Fprintf(w, "\nreplicas: %s\n", s.Streams)
 	}
-	writeLiveFindings(w, e.liveFindings)
-}
-
-// followingNote tells the live view that only a sample of the connections
-// is joined.
-func (e *engine) followingNote() string {
-	if s := e.sample.get(); s.On() {
-		return "  joining " + describeSample(s) + " (every statement counted)"
-	}
-	return ""
-}
-
-// describeSample names the connections a join sample holds.
-func describeSample(s capture.Sample) string {
-	if s.N <= 1 {
-		return "every connection"
-	}
-	return "1 in " + strconv.Itoa(int(s.N)) + " connections"
-}
-
-// liveFindingsEvery is how often the live view re-runs the statement rules,
-// on the latest liveFindingsWindow statements.
-const (
-	liveFindingsEvery  = 5 * time.Second
-	liveFindingsWindow = 10_000
-)
-
-func (e *engine) refreshLiveFindings() {
-	if time.Since(e.liveFindingsAt) < liveFindingsEvery {
-		return
-	}
-	e.liveFindingsAt = time.Now()
-	w := &diagnose.Window{Statements: e.tally.recent(liveFindingsWindow), Vars: e.liveVars}
-	w.Transactions, w.TxnSeen = e.txns.recent()
-	e.liveFindings = diagnose.Run(w, diagnose.StatementRules()...)
+	writeLiveFindings(w, s.Findings)
 }
 
 func writeConns(w *bufio.Writer, conns []ConnSummary) {

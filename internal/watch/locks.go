@@ -92,7 +92,7 @@ func (r *rowLockSamples) readNow(ctx context.Context, db *sql.DB) {
 // to the run's sinks. The ledger calls add from the wire's goroutine and
 // the join's: its own lock.
 type txnTally struct {
-	out  *outputStage
+	out  *outputQueue
 	mu   sync.Mutex
 	txns []event.Transaction
 	all  int64
@@ -128,11 +128,6 @@ func newLedger(tally *txnTally, samples *rowLockSamples, want *atomic.Bool, wake
 		want.Store(true)
 		signal(wake)
 	}})
-}
-
-// TxnSink is a Sink that also takes each finished transaction.
-type TxnSink interface {
-	Transaction(t *event.Transaction)
 }
 
 // last is the latest reading's time.

@@ -41,7 +41,7 @@ func TestReplicaBinlogStream(t *testing.T) {
 	opts := DefaultOptions()
 	opts.DSN, opts.Iface = monitorDSN(t, primary), "lo"
 	var live bytes.Buffer
-	opts.Live, opts.LiveEvery = &live, 100*time.Millisecond
+	opts.Sinks, opts.LiveEvery = append(opts.Sinks, NewTerminalView(&live)), 100*time.Millisecond
 	var mu sync.Mutex
 	var got []event.Statement
 	opts.Sinks = append(opts.Sinks, StatementFunc(func(s *event.Statement) {

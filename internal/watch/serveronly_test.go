@@ -33,7 +33,7 @@ func TestServerOnlyProfile(t *testing.T) {
 			opts := tc.opts
 			opts.DSN, opts.PollInterval = inst.DSN(""), 200*time.Millisecond
 			var live bytes.Buffer
-			opts.Live, opts.LiveEvery = &live, 100*time.Millisecond
+			opts.Sinks, opts.LiveEvery = append(opts.Sinks, NewTerminalView(&live)), 100*time.Millisecond
 			const sleeps = 12
 			res := runDuring(t, ctx, opts, func() error {
 				for range sleeps {

@@ -1,22 +1,66 @@
 package watch
 
 import (
+	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/gapscope/gapscope/internal/capture"
+	"github.com/gapscope/gapscope/internal/diagnose"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/join"
 )
 
-// Sink receives what watch sees while it runs, for exporters (Prometheus,
-// OpenTelemetry), the live web view, the events file and the store.
-// Statement runs on the output stage's goroutine, once per statement after
-// the join, and should be quick: statements that find the stage's queue
-// full reach no sink. s is the sink's during the call only: its memory
-// goes to a later statement once every sink had it, so a sink keeps a copy
-// of what it needs. Snapshot runs on watch's main loop every LiveEvery,
-// and once more at the end with the run's final counts.
+// Sink receives what watch sees while it runs: the events file and the
+// store, the exporters (Prometheus, OpenTelemetry), the web view, the
+// terminal view. Its calls are made one at a time, on the output stage's
+// goroutine, so a sink needs no lock of its own for what only these calls
+// touch.
+//
+// Takes says which of Statement, Transaction and Snapshot the sink wants;
+// watch reads it when the run starts, and never makes the others
+// (a sink still has them, doing nothing). Snapshots are built only when a
+// sink takes them. Statement runs once per statement after the join and
+// should be quick: statements that find the stage's queue full reach no
+// sink. s is the sink's during the call only: its memory goes to a later
+// statement once every sink had it, so a sink keeps a copy of what it
+// needs. Transaction runs once per finished transaction. Snapshot runs
+// when the stage starts (before the first statement), then every
+// LiveEvery.
+//
+// Close is the last call, exactly once, after every statement and
+// transaction reached the sink: final is the run's last snapshot (Final
+// set: the run's findings and notes, the capture's losses), given to
+// every sink whether it takes snapshots or not. What Close returns is in
+// Result.CloseErrors (in Run's error when the run could not start: then
+// Close is the only call, with a final snapshot that has nothing).
+//
+// Adding a sink is one file with a type that has these methods, and one
+// line where cmd/gapscope appends it to Options.Sinks.
 type Sink interface {
+	Takes() Takes
 	Statement(s *event.Statement)
+	Transaction(t *event.Transaction)
 	Snapshot(s *Snapshot)
+	Close(final *Snapshot) error
+}
+
+// Takes is the set of calls a sink wants, besides Close (Sink).
+type Takes uint8
+
+const (
+	TakesStatements Takes = 1 << iota
+	TakesTransactions
+	TakesSnapshots
+)
+
+// takesOf is what some of sinks take.
+func takesOf(sinks []Sink) Takes {
+	var t Takes
+	for _, k := range sinks {
+		t |= k.Takes()
+	}
+	return t
 }
 
 // Snapshot is what the live views show at one instant.
@@ -34,6 +78,14 @@ type Snapshot struct {
 	// Findings are the statement rules' findings on the latest statements.
 	Findings []event.Finding `json:"findings"`
 	Health   Health          `json:"health"`
+	// Pending are the wire statements the joiner holds, waiting for their
+	// server row.
+	Pending int `json:"pending"`
+	// ServerOnly: no wire this run, so Worst are the server's slowest
+	// statements (their client time unknown).
+	ServerOnly bool `json:"server_only"`
+	// Streams names the replicas' binlog streams seen ("" when none).
+	Streams string `json:"replica_streams,omitempty"`
 	// Final is set on the last snapshot of a run.
 	Final bool `json:"final"`
 }
@@ -92,72 +144,105 @@ func decideReason(s *event.Statement, lost func(*event.Statement) event.Reason) 
 	return s.Why
 }
 
-// StatementFunc is a sink that wants statements only: f is called for
+// StatementFunc is a sink that takes statements only: f is called for
 // every statement after the join, on the output stage's goroutine.
 type StatementFunc func(*event.Statement)
 
+func (StatementFunc) Takes() Takes                   { return TakesStatements }
 func (f StatementFunc) Statement(s *event.Statement) { f(s) }
+func (StatementFunc) Transaction(*event.Transaction) {}
 func (StatementFunc) Snapshot(*Snapshot)             {}
+func (StatementFunc) Close(*Snapshot) error          { return nil }
 
-// sinkSnapshot builds the snapshot of now from the watch sink's state
-// and the engine's counters.
-func (e *engine) sinkSnapshot(findings []event.Finding) *Snapshot {
-	k := e.tally
-	k.mu.Lock()
-	snap := &Snapshot{TimeUS: time.Now().UnixMicro(), Worst: append([]event.Statement(nil), k.worst...),
-		Groups: k.groupList(), Conns: k.topConns(5), Findings: findings}
-	snap.Health = Health{Statements: k.total, Joined: k.joined, Unjoined: k.cov.unjoinedByReason()}
-	k.mu.Unlock()
-	snap.Health.QueueDrops = e.wire.queueDrops.Load()
-	e.side.serverM.Lock()
-	snap.Flavor, snap.Version = e.side.flavor, e.side.version
-	snap.Health.RingLost = e.side.server.RingLost
-	e.side.serverM.Unlock()
-	snap.Health.CPUSeconds = ProcessCPU().Seconds()
-	snap.Health.Following = e.followingNote() // the join sample's, as the terminal shows
-	return snap
+// snapshotSource builds the sinks' snapshots from the tally and the other
+// stages' counters, on the output stage's goroutine (which alone touches
+// its findings). Every part it reads carries its own lock or is atomic.
+type snapshotSource struct {
+	tally      *tally
+	txns       *txnTally
+	side       *serverSide
+	sample     *joinSample
+	joiner     *join.Joiner
+	queueDrops *atomic.Int64
+	vars       map[string]string // the settings the statement rules name
+	// findings are the statement rules' on the latest statements, run
+	// again once liveFindingsEvery passed.
+	findings   []event.Finding
+	findingsAt time.Time
 }
 
-// publishSnapshot refreshes the live findings and hands the sinks a
-// snapshot; without sinks it does nothing.
-func (e *engine) publishSnapshot() {
-	if !takesSnapshots(e.opts.Sinks) {
-		return
-	}
-	e.refreshLiveFindings()
-	e.snapshotSinks(e.sinkSnapshot(e.liveFindings))
+// snapshots is the run's snapshot source.
+func (e *engine) snapshots() *snapshotSource {
+	return &snapshotSource{tally: e.tally, txns: e.txns, side: e.side, sample: e.sample, joiner: e.joiner,
+		queueDrops: &e.wire.queueDrops, vars: e.liveVars}
 }
 
-// takesSnapshots reports whether a sink does anything with snapshots. A
-// StatementFunc (the events file and the store) ignores them, and building
-// one is not free: every 5 s it copies the last 10,000 statements and runs
-// the statement rules on them (refreshLiveFindings), a few percent of an
-// otherwise idle-looking watch's CPU when no exporter or web view is on.
-func takesSnapshots(sinks []Sink) bool {
-	for _, k := range sinks {
-		if _, ok := k.(StatementFunc); !ok {
-			return true
-		}
-	}
-	return false
+// live is the snapshot of now, with the statement rules' findings on the
+// latest statements.
+func (src *snapshotSource) live() *Snapshot {
+	src.refreshFindings()
+	return src.build(src.findings)
 }
 
-// publishFinal hands the sinks the run's last snapshot, with its final
-// findings and the capture's losses.
-func (e *engine) publishFinal(res *Result) {
-	if len(e.opts.Sinks) == 0 {
-		return
-	}
-	snap := e.sinkSnapshot(res.Findings)
+// final is the run's last snapshot, with its findings and notes and the
+// capture's losses.
+func (src *snapshotSource) final(res *Result) *Snapshot {
+	snap := src.build(res.Findings)
 	snap.Final = true
 	snap.Health.PacketsDropped = res.Capture.KernelDrops
 	snap.Health.Notes = res.Notes
-	e.snapshotSinks(snap)
+	return snap
 }
 
-// snapshotSinks hands a snapshot to every sink, on the main loop.
-func (e *engine) snapshotSinks(snap *Snapshot) {
-	for _, k := range e.opts.Sinks {
-		k.Snapshot(snap)
+// build is the snapshot of now, with findings.
+func (src *snapshotSource) build(findings []event.Finding) *Snapshot {
+	v := src.tally.view(maxConnsShown)
+	snap := &Snapshot{TimeUS: time.Now().UnixMicro(), Worst: v.worst, Groups: v.groups, Conns: v.conns, Findings: findings,
+		Pending: src.joiner.Pending(), ServerOnly: v.serverOnly, Streams: v.streams}
+	snap.Health = Health{Statements: v.total, Joined: v.joined, Unjoined: v.unjoined, QueueDrops: src.queueDrops.Load()}
+	src.side.serverM.Lock()
+	snap.Flavor, snap.Version = src.side.flavor, src.side.version
+	snap.Health.RingLost = src.side.server.RingLost
+	src.side.serverM.Unlock()
+	snap.Health.CPUSeconds = ProcessCPU().Seconds()
+	snap.Health.Following = followingNote(src.sample.get()) // the join sample's, as the terminal shows
+	return snap
+}
+
+// maxConnsShown is how many connections a snapshot lists.
+const maxConnsShown = 5
+
+// liveFindingsEvery is how often the snapshots' findings are the
+// statement rules' again, on the latest liveFindingsWindow statements:
+// copying them and running the rules is most of what a snapshot costs.
+const (
+	liveFindingsEvery  = 5 * time.Second
+	liveFindingsWindow = 10_000
+)
+
+func (src *snapshotSource) refreshFindings() {
+	if time.Since(src.findingsAt) < liveFindingsEvery {
+		return
 	}
+	src.findingsAt = time.Now()
+	w := &diagnose.Window{Statements: src.tally.recent(liveFindingsWindow), Vars: src.vars}
+	w.Transactions, w.TxnSeen = src.txns.recent()
+	src.findings = diagnose.Run(w, diagnose.StatementRules()...)
+}
+
+// followingNote tells the live views that only a sample of the
+// connections is joined.
+func followingNote(s capture.Sample) string {
+	if s.On() {
+		return "  joining " + describeSample(s) + " (every statement counted)"
+	}
+	return ""
+}
+
+// describeSample names the connections a join sample holds.
+func describeSample(s capture.Sample) string {
+	if s.N <= 1 {
+		return "every connection"
+	}
+	return "1 in " + strconv.Itoa(int(s.N)) + " connections"
 }

@@ -14,7 +14,7 @@ import (
 // replica's stream; its server row, without the wire, likewise.
 func TestSinkCountsReplicaStreamsApart(t *testing.T) {
 	for _, serverOnly := range []bool{false, true} {
-		k := testTally(10, nil, serverOnly)
+		k := testTally(10, newOutputQueue(nil), serverOnly)
 		stmt := &event.Statement{Conn: "10.0.0.5:40000>10.0.0.1:3306", ConnID: 9, Cmd: "COM_QUERY", SQL: "select ?",
 			TReqFirst: 100, TReqLast: 100, TRespFirst: 300, TRespLast: 400, Parts: event.Parts{ClientUS: 300},
 			Joined: true, JoinSource: "events_statements_history_long"}

@@ -3,6 +3,7 @@ package watch
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ type GroupSummary struct {
 	MaxQueueUS int64 `json:"max_queue_us"`
 }
 
-// sink is where every finished statement arrives, joined or not, exactly
+// tally is where every finished statement arrives, joined or not, exactly
 // once (add): the profile, the diagnosis window, the live view's tallies
 // and the coverage, under its lock; then the output stage, which hands it
 // to the run's sinks on its own goroutine. The joiner calls add from
@@ -34,7 +35,7 @@ type tally struct {
 	window  *stmtRing // the last windowSize statements
 	groups  map[int]*GroupSummary
 	worst   []event.Statement // slowest recent statements for the live view
-	out     *outputStage      // the run's sinks (nil: none); its own lock
+	out     *outputQueue      // to the run's sinks; its own lock
 	// unseen ranks, by the server's time, the statements whose client was
 	// not on the captured wire (unix sockets...): beside the wire's
 	// profile, never mixed into its client latencies. Made on first use.
@@ -91,7 +92,7 @@ type tallyOptions struct {
 // newTally makes the tally: what it counts goes on to out, after ledger
 // attributed its lock wait; lost is what watch knows of a waited
 // statement's missing row (decideReason).
-func newTally(o tallyOptions, out *outputStage, ledger *txn.Ledger, lost func(*event.Statement) event.Reason) *tally {
+func newTally(o tallyOptions, out *outputQueue, ledger *txn.Ledger, lost func(*event.Statement) event.Reason) *tally {
 	profile := report.NewProfile(report.ProfileOptions{Metric: report.ClientLatency})
 	if o.serverOnly {
 		profile = serverOnlyProfile()
@@ -301,4 +302,56 @@ func (k *tally) groupList() []GroupSummary {
 	}
 	slices.SortFunc(out, func(a, b GroupSummary) int { return cmp.Compare(a.Group, b.Group) })
 	return out
+}
+
+// tallyView is what the live views show of the tally at one instant.
+type tallyView struct {
+	worst         []event.Statement
+	groups        []GroupSummary
+	conns         []ConnSummary // the top n (topConns)
+	total, joined int64
+	unjoined      map[string]int64
+	serverOnly    bool
+	streams       string
+}
+
+// view copies what the live views show, with the n connections that lost
+// most time waiting.
+func (k *tally) view(n int) tallyView {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return tallyView{worst: append([]event.Statement(nil), k.worst...), groups: k.groupList(), conns: k.topConns(n),
+		total: k.total, joined: k.joined, unjoined: k.cov.unjoinedByReason(), serverOnly: k.serverOnly, streams: k.streamsNote()}
+}
+
+// finalProfile closes the run's profiles: the replicas' streams join
+// notes, and every note the profile; what the wire did not carry is
+// ranked apart (nil when it carried everything).
+func (k *tally) finalProfile(notes *noteList) (profile, notOnWire *report.ProfileResult) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n := k.streamsNote(); n != "" {
+		notes.add("%s", n)
+	}
+	for _, n := range notes.all() {
+		k.profile.AddNote(n)
+	}
+	if k.unseen != nil {
+		notOnWire = k.unseen.Result()
+	}
+	return k.profile.Result(), notOnWire
+}
+
+// coverage is the run's Coverage as far as the tally counts it: what
+// reached it, joined or not, and what the wire did not carry.
+func (k *tally) coverage() Coverage {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := &k.cov
+	c := Coverage{Seen: t.seen, Joined: t.joined, JoinedBySource: maps.Clone(t.bySource), Unjoined: t.unjoinedByReason(),
+		Outliers: t.outliers, OutliersJoined: t.outliersJoined, NotOnWireBy: t.unseen.Map(), NotOnWireUS: t.unseenUS}
+	for _, n := range c.NotOnWireBy {
+		c.NotOnWire += n
+	}
+	return c
 }

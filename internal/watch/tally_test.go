@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gapscope/gapscope/internal/capture"
 	"github.com/gapscope/gapscope/internal/event"
-	"github.com/gapscope/gapscope/internal/txn"
 )
 
 // The unjoined reason is the one recorded on the statement, whatever its
@@ -70,35 +70,28 @@ func TestDecideReason(t *testing.T) {
 // it; one whose row was found and its split withheld does not.
 func TestOutlierMissNote(t *testing.T) {
 	var got []*event.Statement
-	e := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
+	out := startTestOutput(10, time.Hour, StatementFunc(func(s *event.Statement) { got = append(got, s) }))
 	given := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.Expired}
 	withheld := &event.Statement{Conn: "c", TRespLast: 5, Outlier: true, Why: event.UnexplainedDelivery}
-	e.tally.fromJoin(given)
-	e.tally.fromJoin(withheld)
-	e.tally.out.close()
+	out.k.fromJoin(given)
+	out.k.fromJoin(withheld)
+	out.end()
 	if len(got) != 2 || !slices.Equal(given.Notes, []string{testMiss}) || len(withheld.Notes) != 0 {
 		t.Errorf("notes: given up %q, withheld %q", given.Notes, withheld.Notes)
 	}
 }
 
-type recordingSink struct {
-	stmts int
-	snaps []*Snapshot
-}
-
-func (r *recordingSink) Statement(*event.Statement) { r.stmts++ }
-func (r *recordingSink) Snapshot(s *Snapshot)       { r.snaps = append(r.snaps, s) }
-
 // The watch sink hands every statement to the run's sinks, in order,
 // with the reason it counted, and tallies the unjoined by reason.
 func TestSinksGetStatements(t *testing.T) {
 	var got []*event.Statement
-	k := testTally(10, newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), false)
+	out := startTestOutput(10, time.Hour, StatementFunc(func(s *event.Statement) { got = append(got, s) }))
+	k := out.k
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	k.add(&event.Statement{TRespLast: 1, Why: event.NoRow})
 	k.add(&event.Statement{Cmd: "COM_QUIT"})
 	k.add(&event.Statement{TRespLast: 1})
-	k.out.close()
+	out.end()
 	want := []event.Reason{event.ReasonNone, event.NoRow, event.NoResponse, event.NoReason}
 	if len(got) != len(want) {
 		t.Fatalf("sinks got %d statements, want %d", len(got), len(want))
@@ -111,7 +104,7 @@ func TestSinksGetStatements(t *testing.T) {
 	if u := k.cov.unjoinedByReason(); u["no_row"] != 1 || u["no_response"] != 1 || u["no_reason"] != 1 || len(u) != 3 {
 		t.Errorf("unjoined by reason %v", u)
 	}
-	testTally(10, nil, false).add(&event.Statement{}) // no sinks: no stage
+	testTally(10, newOutputQueue(nil), false).add(&event.Statement{}) // no sinks: nothing queued
 }
 
 // A statement's life ends in the tally: without sinks at once, with sinks
@@ -120,12 +113,13 @@ func TestSinksGetStatements(t *testing.T) {
 func TestSinkReleasesStatements(t *testing.T) {
 	for _, withSinks := range []bool{false, true} {
 		slabs := event.NewSlabs()
-		var out *outputStage
 		var seen []string
+		var sinks []Sink
 		if withSinks {
-			out = newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { seen = append(seen, s.SQL) })})
+			sinks = append(sinks, StatementFunc(func(s *event.Statement) { seen = append(seen, s.SQL) }))
 		}
-		k := testTally(100, out, false)
+		out := startTestOutput(100, time.Hour, sinks...)
+		k := out.k
 		var first *event.Statement
 		for i := range event.SlabLen { // one block
 			s := slabs.New()
@@ -135,7 +129,7 @@ func TestSinkReleasesStatements(t *testing.T) {
 			s.SQL, s.TRespLast, s.ClientUS = fmt.Sprintf("SELECT %d", i), int64(i+1), 10
 			k.add(s)
 		}
-		out.close()
+		out.end()
 		if again := slabs.New(); again != first || again.SQL != "" {
 			t.Errorf("sinks %v: the block was not handed out again, cleared (%p %q, first %p)", withSinks, again, again.SQL, first)
 		}
@@ -151,18 +145,18 @@ func TestSinkReleasesStatements(t *testing.T) {
 func TestOutputOffTheJoinersPath(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var got int
-	o := newOutputStage([]Sink{StatementFunc(func(*event.Statement) {
+	out := startTestOutput(10, time.Hour, StatementFunc(func(*event.Statement) {
 		if got == 0 {
 			close(entered)
 			<-release
 		}
 		got++
-	})})
-	k := testTally(10, o, false)
+	}))
+	k := out.k
 	k.add(&event.Statement{Joined: true, TRespLast: 1})
 	<-entered // the sink is stuck on the first statement
 	done := make(chan struct{})
-	n := outputQueue + 101
+	n := maxOutputQueued + 101
 	go func() {
 		for range n - 1 {
 			k.add(&event.Statement{Joined: true, TRespLast: 1})
@@ -171,8 +165,8 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 	}()
 	<-done // would hang if add waited for the blocked sink
 	close(release)
-	o.close()
-	if dropped := o.drops(); dropped == 0 || int64(got)+dropped != int64(n) {
+	out.end()
+	if dropped := k.out.drops(); dropped == 0 || int64(got)+dropped != int64(n) {
 		t.Errorf("sink got %d, dropped %d, of %d put", got, dropped, n)
 	}
 	if k.total != int64(n) {
@@ -184,32 +178,38 @@ func TestOutputOffTheJoinersPath(t *testing.T) {
 // the connections is joined from the join sample the poller sets (the
 // terminal's source), not from the capture's, which watch never samples.
 func TestSnapshotFollowingIsTheJoinSample(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, noBudget{}, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
-	e.tally = testTally(10, nil, false)
-	if f := e.sinkSnapshot(nil).Health.Following; f != "" {
+	src := testSource(testTally(10, newOutputQueue(nil), false))
+	src.sample = newJoinSample(capture.Sample{N: 1}, noBudget{}, newOwnAddrs())
+	if f := src.live().Health.Following; f != "" {
 		t.Errorf("every connection joined, following %q", f)
 	}
-	e.sample.set(capture.Sample{N: 8, Key: 3})
-	if f := e.sinkSnapshot(nil).Health.Following; !strings.Contains(f, "1 in 8 connections") {
+	src.sample.set(capture.Sample{N: 8, Key: 3})
+	if f := src.live().Health.Following; !strings.Contains(f, "1 in 8 connections") {
 		t.Errorf("a 1-in-8 join sample, following %q", f)
 	}
 }
 
 // TestSnapshotsOnlyForSinksThatTakeThem: with only statement sinks (the
 // events file, the store) no snapshot is built, so the statement rules do
-// not run every 5 s for nobody; a sink that takes snapshots gets them.
+// not run every 5 s for nobody, however often the tick would come; a sink
+// that takes snapshots gets them, from the stage's start, and the
+// statement sink still none.
 func TestSnapshotsOnlyForSinksThatTakeThem(t *testing.T) {
-	e := &engine{txns: &txnTally{}, sample: newJoinSample(capture.Sample{N: 1}, noBudget{}, newOwnAddrs()), wire: newWireStage(newOwnAddrs(), 8, true, txn.New(txn.Options{}), make(chan struct{}, 1), make(chan struct{}, 1)), side: &serverSide{}}
-	e.tally = testTally(10, nil, false)
-	e.opts.Sinks = []Sink{StatementFunc(func(*event.Statement) {})}
-	e.publishSnapshot()
-	if !e.liveFindingsAt.IsZero() {
-		t.Error("the statement rules ran for a snapshot no sink takes")
+	stmts := &recordingSink{takes: TakesStatements}
+	out := startTestOutput(10, time.Millisecond, stmts)
+	out.k.add(&event.Statement{Joined: true, TRespLast: 1})
+	time.Sleep(20 * time.Millisecond) // ticks, were there any
+	out.end()
+	if !out.src.findingsAt.IsZero() || len(stmts.snaps) != 0 {
+		t.Errorf("the statement rules ran (%v) for snapshots no sink takes; the statement sink got %d", !out.src.findingsAt.IsZero(), len(stmts.snaps))
 	}
-	rec := &recordingSink{}
-	e.opts.Sinks = append(e.opts.Sinks, rec)
-	e.publishSnapshot()
-	if len(rec.snaps) != 1 || e.liveFindingsAt.IsZero() {
-		t.Errorf("a sink that takes snapshots got %d, rules run: %v", len(rec.snaps), !e.liveFindingsAt.IsZero())
+	stmts = &recordingSink{takes: TakesStatements}
+	rec := &recordingSink{takes: TakesSnapshots}
+	out = startTestOutput(10, time.Millisecond, stmts, rec)
+	out.k.add(&event.Statement{Joined: true, TRespLast: 1})
+	time.Sleep(20 * time.Millisecond)
+	out.end()
+	if len(rec.snaps) < 2 || out.src.findingsAt.IsZero() || len(stmts.snaps) != 0 {
+		t.Errorf("a sink that takes snapshots got %d (rules run: %v); the statement sink %d", len(rec.snaps), !out.src.findingsAt.IsZero(), len(stmts.snaps))
 	}
 }

@@ -158,8 +158,8 @@ func TestTakeWireRoutesAndNotes(t *testing.T) {
 			t.Fatal("no statement reached the sinks")
 		}
 	}
-	e := testEngine(newJoinSample(capture.Sample{N: 1024, Key: 1}, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { out <- s })}), true)
-	defer e.tally.out.close()
+	e, end := testEngine(newJoinSample(capture.Sample{N: 1024, Key: 1}, noBudget{}, newOwnAddrs()), true, StatementFunc(func(s *event.Statement) { out <- s }))
+	defer end()
 	// Find a client port the 1-in-1024 sample leaves out.
 	port := 40000
 	for (capture.Sample{N: 1024, Key: 1}).Follows(uint16(port)) {
@@ -455,7 +455,7 @@ func TestRunningRowEndsAtTheLastAnswerByte(t *testing.T) {
 // connection).
 func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	var got []*event.Statement
-	e := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(s *event.Statement) { got = append(got, s) })}), true)
+	e, end := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), true, StatementFunc(func(s *event.Statement) { got = append(got, s) }))
 	cut := capture.Sample{N: 1024, Key: 1}
 	port := 40000
 	for cut.Follows(uint16(port)) {
@@ -468,7 +468,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 	e.joiner.AddWire(slow, 0)
 	e.sample.set(cut) // the governor cuts
 	e.joiner.FlushAll()
-	e.tally.out.close()
+	end()
 	if fast.Joined || fast.Why != event.SampledOut {
 		t.Errorf("the fast statement given up after the cut: reason %s, want %s", fast.Why, event.SampledOut)
 	}
@@ -486,7 +486,7 @@ func TestGivenUpAfterACutIsSampledOut(t *testing.T) {
 // end, its reason is the sample. A statement that began after the last
 // read that left the connection out keeps the joiner's reason.
 func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
-	e := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), newOutputStage([]Sink{StatementFunc(func(*event.Statement) {})}), true)
+	e, end := testEngine(newJoinSample(capture.All, noBudget{}, newOwnAddrs()), true, StatementFunc(func(*event.Statement) {}))
 	out := capture.Sample{N: 2, Key: 1}
 	port := 40000
 	for out.Follows(uint16(port)) {
@@ -511,7 +511,7 @@ func TestGivenUpAfterTheSampleCameBackIsSampledOut(t *testing.T) {
 	}
 	e.sample.set(back)
 	e.joiner.FlushAll()
-	e.tally.out.close()
+	end()
 	if lost.Joined || lost.Why != event.SampledOut {
 		t.Errorf("the statement whose row a read left out: reason %s, want %s", lost.Why, event.SampledOut)
 	}

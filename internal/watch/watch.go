@@ -13,7 +13,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"time"
@@ -117,13 +116,12 @@ type Options struct {
 	// it needs when they are off (statements current, history and
 	// history_long), restored on exit.
 	EnableConsumers bool
-	// Sinks get every statement after the join (joined or not), in the
-	// order they finished, on a goroutine of their own (a sink that wants
-	// statements only is a StatementFunc), and a Snapshot of the live view
-	// every LiveEvery and at the end.
-	Sinks []Sink
-	// Live, when set, gets a refreshed terminal view every LiveEvery.
-	Live      io.Writer
+	// Sinks get what each takes (Sink): every statement after the join
+	// (joined or not) in the order they finished, every finished
+	// transaction, a Snapshot every LiveEvery; then Close with the final
+	// snapshot. A sink that takes statements only is a StatementFunc; the
+	// terminal's live view is NewTerminalView.
+	Sinks     []Sink
 	LiveEvery time.Duration
 	// Plans catches the live plans of statements running longer than
 	// PlansThreshold and reports PLAN_FLIP (internal/plans).
@@ -206,6 +204,9 @@ type Result struct {
 	// Window holds the most recent statements (bounded by WindowSize), the
 	// input of the diagnosis; labs assert on it.
 	Window []event.Statement `json:"-"`
+	// CloseErrors are what the sinks' Close returned: the run's result
+	// is whole all the same.
+	CloseErrors []error `json:"-"`
 }
 
 // ServerSideStats counts what the poller did.

@@ -7,11 +7,10 @@ import (
 
 	"github.com/gapscope/gapscope/internal/event"
 	"github.com/gapscope/gapscope/internal/sqltext"
-	"github.com/gapscope/gapscope/internal/watch"
 )
 
 // The page's transactions: watch hands the view every finished
-// transaction (the view is a watch.TxnSink); each is counted in the
+// transaction (the view takes them, watch.TakesTransactions); each is counted in the
 // 10-second step it ended in, per (user, db), for the statements' window,
 // and each cell keeps its few longest idle. The page shows their count,
 // the time their applications held them open and the longest idle ones,
@@ -28,10 +27,7 @@ const (
 	txnTextRunes = 300
 )
 
-var _ watch.TxnSink = (*View)(nil)
-
-// Transaction is watch.TxnSink's: it counts t in the view's history. It
-// runs on watch's output stage goroutine.
+// Transaction is part of watch.Sink: it counts t in the view's history.
 func (v *View) Transaction(t *event.Transaction) { v.txns.add(t) }
 
 type txnKey struct{ user, db string }

@@ -5,7 +5,8 @@
 // choices), filtered by the query's digest, user, db and group. The page
 // long-polls it, so it updates as soon as watch publishes a new snapshot.
 // The reasons' words come with the page, from event's table of reasons.
-// It is a watch Sink, and a watch.TxnSink for the window's transactions.
+// It is a watch Sink: of statements and transactions for its history, of
+// snapshots for the page.
 package web
 
 import (
@@ -53,9 +54,24 @@ type message struct {
 	Live     *Live           `json:"live"`
 }
 
+var _ watch.Sink = (*View)(nil)
+
+// Takes is part of watch.Sink: the view takes everything.
+func (v *View) Takes() watch.Takes {
+	return watch.TakesStatements | watch.TakesTransactions | watch.TakesSnapshots
+}
+
 // Statement is part of watch.Sink: it counts s in the view's history. It
-// runs on watch's joiner goroutine: a lock, a map lookup, a few additions.
+// runs on watch's output stage goroutine: a lock, a map lookup, a few
+// additions.
 func (v *View) Statement(s *event.Statement) { v.hist.add(s) }
+
+// Close is part of watch.Sink: the page keeps showing the run's final
+// snapshot for as long as the server serves it.
+func (v *View) Close(final *watch.Snapshot) error {
+	v.Snapshot(final)
+	return nil
+}
 
 // Snapshot publishes s to the page.
 func (v *View) Snapshot(s *watch.Snapshot) {

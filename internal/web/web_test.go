@@ -108,6 +108,12 @@ func TestLongPoll(t *testing.T) {
 	if b := get(t, srv.URL+"/api/snapshot"); !strings.Contains(b, `"seq":2`) {
 		t.Errorf("plain read: %s", b)
 	}
+	if err := v.Close(&watch.Snapshot{Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	if b := get(t, srv.URL+"/api/snapshot"); !strings.Contains(b, `"seq":3`) || !strings.Contains(b, `"final":true`) {
+		t.Errorf("after Close the page should show the final snapshot: %s", b)
+	}
 }
 
 // The history's quantiles stay within a bucket's width of the truth, per
@@ -302,14 +308,16 @@ func TestHistoryLockWaits(t *testing.T) {
 	}
 }
 
-// The view takes transactions (watch.TxnSink): counted by the step they
+// The view takes transactions (watch.TakesTransactions): counted by the step they
 // ended in, filtered by user and db, the longest idle listed longest
 // first and bounded; none in the window is no transactions object.
 func TestViewTransactions(t *testing.T) {
 	v := New()
 	now := int64(1_800_000_000_000_000)
 	v.Snapshot(&watch.Snapshot{TimeUS: now})
-	var _ watch.TxnSink = v
+	if v.Takes()&watch.TakesTransactions == 0 {
+		t.Fatal("the view does not take transactions")
+	}
 	add := func(user string, endUS, idle int64, sql string) {
 		v.Transaction(&event.Transaction{Conn: "c", User: user, DB: "shop", Seq: 1, Start: endUS - idle - 100, End: endUS, EndKind: "commit",
 			Statements: 2, OpenUS: idle + 100, InAppUS: idle, MaxIdleUS: idle, LockWaitUS: 10, LeadSQL: sql + strings.Repeat("x", 1000)})
