@@ -214,7 +214,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 	conns := newConnReader(db, own, joiner, sample, notes, locks)
 	conns.read(ctx) // the connections already open: their handshake is not on the wire
 	readers := []reader{newStatusReader(statusDeps{db: db, own: own, joiner: joiner, sample: sample, side: side, known: k,
-		conns: conns, host: host, rowLocks: rowLocks, wantCounter: wantCounter, wire: wire})}
+		conns: conns, host: host, rowLocks: rowLocks, wantCounter: wantCounter, wire: wire,
+		every: max(slowPollEvery, opts.PollInterval)})}
 	if readsRows {
 		readers = append(readers,
 			newHistoryReader(historyDeps{db: db, addr: addr, own: own, clock: clock, joiner: joiner, tally: tally, sample: sample,

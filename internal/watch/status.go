@@ -11,7 +11,8 @@ import (
 	"github.com/gapscope/gapscope/internal/join"
 )
 
-// statusReader reads, once a second, the server's counters (rateStatus):
+// statusReader reads, once a second or every PollInterval when that is
+// longer, the server's counters (rateStatus):
 // the statement rate, the connections the wire did not see, the
 // statements it did not take, whether anyone but watch uses the server,
 // and the row-lock counter; then, on a busy server (an idle one every
@@ -50,6 +51,12 @@ type statusDeps struct {
 	rowLocks    *rowLockSamples
 	wantCounter *atomic.Bool
 	wire        *wireStage
+	// every is how often the counters are read: slowPollEvery, or the
+	// history's regular pace when that is longer (a user's --poll), so
+	// that the reads that follow them (the processlist, the pool groups)
+	// take the poller's goroutine from the running scans no more often
+	// than the history's reads do.
+	every time.Duration
 }
 
 // newStatusReader makes the status reader; its first read is a second
@@ -68,7 +75,7 @@ var rateStatus = []string{"Queries", "Questions", "Uptime", "Connections", rowLo
 const slowPollEvery = time.Second
 
 func (r *statusReader) next(now time.Time) (time.Duration, bool) {
-	return max(r.readAt.Add(slowPollEvery).Sub(now), 0), true
+	return max(r.readAt.Add(r.every).Sub(now), 0), true
 }
 
 func (r *statusReader) read(ctx context.Context, now time.Time) {
@@ -78,7 +85,7 @@ func (r *statusReader) read(ctx context.Context, now time.Time) {
 		// only up to a second later.
 		r.rowLocks.readNow(ctx, r.db)
 	}
-	if now.Sub(r.readAt) < slowPollEvery {
+	if now.Sub(r.readAt) < r.every {
 		return
 	}
 	r.readAt = now
