@@ -55,18 +55,11 @@ type cell struct {
 	hist      hist
 }
 
-// step is one 10-second slot of the ring.
-type step struct {
-	idx   int64 // Unix time / stepUS; 0: unused
-	cells map[key]*cell
-}
-
 // history is the ring of steps. Its lock is taken once per statement on
 // watch's joiner goroutine, for a map lookup and a few additions.
 type history struct {
-	mu     sync.Mutex
-	steps  [nSteps + 1]step
-	newest int64 // the newest step index seen
+	mu   sync.Mutex
+	ring stepRing[key, cell]
 }
 
 func newHistory() *history { return &history{} }
@@ -83,31 +76,24 @@ func (h *history) add(s *event.Statement) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if idx <= h.newest-int64(len(h.steps)) {
+	cells := h.ring.slot(idx)
+	if cells == nil {
 		return // older than the ring
 	}
-	h.newest = max(h.newest, idx)
-	st := &h.steps[idx%int64(len(h.steps))]
-	if st.idx != idx {
-		if st.idx > idx {
-			return // the slot holds a newer step
-		}
-		*st = step{idx: idx, cells: make(map[key]*cell, len(st.cells))}
-	}
-	c := st.cells[k]
+	c := cells[k]
 	if c == nil {
 		switch {
-		case len(st.cells) >= 2*maxKeys:
+		case len(cells) >= 2*maxKeys:
 			k = key{digest: otherDigest, group: -1}
-		case len(st.cells) >= maxKeys:
+		case len(cells) >= maxKeys:
 			k.digest = otherDigest
 		}
-		if c = st.cells[k]; c == nil {
+		if c = cells[k]; c == nil {
 			c = &cell{text: textOf(s)}
 			if k.digest == otherDigest {
 				c.text = "statements past the page's " + strconv.Itoa(maxKeys) + " distinct digests per 10 s"
 			}
-			st.cells[k] = c
+			cells[k] = c
 		}
 	}
 	c.calls++
@@ -246,13 +232,13 @@ func (h *history) live(f Filter, nowUS int64) *Live {
 	defer h.mu.Unlock()
 	for idx := first; idx <= last; idx++ {
 		p := Point{TimeUS: idx * stepUS}
-		st := &h.steps[idx%int64(len(h.steps))]
-		if st.idx != idx {
+		cells, ok := h.ring.step(idx)
+		if !ok {
 			out.Series = append(out.Series, p)
 			continue
 		}
 		var d dense
-		for k, c := range st.cells {
+		for k, c := range cells {
 			users[k.user], dbs[k.db] = true, true
 			if k.group >= 0 {
 				groups[k.group] = true

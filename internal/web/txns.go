@@ -43,16 +43,10 @@ type txnCell struct {
 	idle                       []event.Transaction // the longest idle, longest first
 }
 
-type txnStep struct {
-	idx   int64
-	cells map[txnKey]*txnCell
-}
-
 // txnHistory is the ring of steps, as history's.
 type txnHistory struct {
-	mu     sync.Mutex
-	steps  [nSteps + 1]txnStep
-	newest int64
+	mu   sync.Mutex
+	ring stepRing[txnKey, txnCell]
 }
 
 func (h *txnHistory) add(t *event.Transaction) {
@@ -60,25 +54,18 @@ func (h *txnHistory) add(t *event.Transaction) {
 	k := txnKey{t.User, t.DB}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if idx <= h.newest-int64(len(h.steps)) {
+	cells := h.ring.slot(idx)
+	if cells == nil {
 		return // older than the ring
 	}
-	h.newest = max(h.newest, idx)
-	st := &h.steps[idx%int64(len(h.steps))]
-	if st.idx != idx {
-		if st.idx > idx {
-			return
-		}
-		*st = txnStep{idx: idx, cells: make(map[txnKey]*txnCell, len(st.cells))}
-	}
-	c := st.cells[k]
+	c := cells[k]
 	if c == nil {
-		if len(st.cells) >= maxTxnKeys {
+		if len(cells) >= maxTxnKeys {
 			k = otherTxnKey
 		}
-		if c = st.cells[k]; c == nil {
+		if c = cells[k]; c == nil {
 			c = &txnCell{}
-			st.cells[k] = c
+			cells[k] = c
 		}
 	}
 	c.count++
@@ -140,11 +127,11 @@ func (h *txnHistory) live(f Filter, nowUS int64) *TxnLive {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for idx := last - nSteps + 1; idx <= last; idx++ {
-		st := &h.steps[idx%int64(len(h.steps))]
-		if st.idx != idx {
+		cells, ok := h.ring.step(idx)
+		if !ok {
 			continue
 		}
-		for k, c := range st.cells {
+		for k, c := range cells {
 			if f.User != "" && k.user != f.User || f.DB != "" && k.db != f.DB {
 				continue
 			}

@@ -213,9 +213,9 @@ func TestHistoryFiltersAndBounds(t *testing.T) {
 	for i := range 5000 {
 		b.add(&event.Statement{Cmd: "COM_QUERY", Fingerprint: fmt.Sprint("d", i), User: fmt.Sprint("u", i%3), TReqFirst: now - 10, TRespLast: now, Parts: event.Parts{ClientUS: 10}})
 	}
-	st := b.steps[(now/stepUS)%int64(len(b.steps))]
-	if len(st.cells) > 2*maxKeys+1 {
-		t.Errorf("%d cells in a step, bound %d", len(st.cells), 2*maxKeys+1)
+	cells, _ := b.ring.step(now / stepUS)
+	if len(cells) > 2*maxKeys+1 {
+		t.Errorf("%d cells in a step, bound %d", len(cells), 2*maxKeys+1)
 	}
 	l := b.live(Filter{}, now)
 	var n int64
@@ -364,8 +364,8 @@ func TestViewTransactions(t *testing.T) {
 	for i := range 500 {
 		v.Transaction(&event.Transaction{Conn: "c", User: fmt.Sprint("u", i), DB: "d", End: now, MaxIdleUS: int64(i)})
 	}
-	st := v.txns.steps[(now/stepUS)%int64(len(v.txns.steps))]
-	if len(st.cells) > maxTxnKeys+1 || live(Filter{}).Count != 513 {
-		t.Errorf("%d cells in a step (bound %d), %d transactions", len(st.cells), maxTxnKeys+1, live(Filter{}).Count)
+	cells, _ := v.txns.ring.step(now / stepUS)
+	if len(cells) > maxTxnKeys+1 || live(Filter{}).Count != 513 {
+		t.Errorf("%d cells in a step (bound %d), %d transactions", len(cells), maxTxnKeys+1, live(Filter{}).Count)
 	}
 }
