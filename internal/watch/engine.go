@@ -209,7 +209,8 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 
 	k := &known{info: caps.Server, caps: caps, act: activity{until: time.Now().Add(startActiveFor)}} // a run starts as if busy
 	k.startedAt, _ = serverStart(ctx, db)
-	host := watchHost(collect.IsLocalHost(hostOf(addr)), watchedPorts(opts, addr), wire, notes)
+	local := collect.IsLocalHost(hostOf(addr)) // the server runs on this host
+	host := watchHost(local, watchedPorts(opts, addr), wire, notes)
 	locks := newLockReader(db, collect.DetectLockSources(ctx, db, caps.Server), ledger, notes)
 	conns := newConnReader(db, own, joiner, sample, notes, locks)
 	conns.read(ctx) // the connections already open: their handshake is not on the wire
@@ -223,7 +224,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 				wire: wire, wake: pollerWake, pollEvery: opts.PollInterval, minPollEvery: opts.MinPollInterval,
 				enableConsumers: opts.EnableConsumers, noWire: noWire, keepLiterals: opts.KeepLiterals}),
 			newTargetReader(targets, targetDeps{db: db, clock: clock, joiner: joiner, side: side, notes: notes, known: k,
-				locks: locks, gauge: newWireGauge(ctx, db, collect.IsLocalHost(hostOf(addr)) && !noWire, wire), wire: wire}))
+				locks: locks, gauge: newWireGauge(ctx, db, local && !noWire, wire), wire: wire}))
 	}
 	return &engine{opts: opts, db: db, addr: addr, clock: clock, consumers: consumers, capture: live, noWire: noWire,
 		wire: wire, readsRows: readsRows, joiner: joiner, sample: sample, tally: tally, txns: txns, host: host,

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -282,6 +283,20 @@ func (r *cursorRef) get() *collect.StatementCursor { return r.c }
 func (r *cursorRef) set(c *collect.StatementCursor) {
 	r.c = c
 	r.gen++
+}
+
+// dropFed drops the rows a targeted read fed already, returning the rest
+// and how many it dropped.
+func (c *cursorRef) dropFed(rows []collect.ServerStatement) ([]collect.ServerStatement, int) {
+	if len(c.fed) == 0 {
+		return rows, 0
+	}
+	n := len(rows)
+	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool {
+		_, ok := c.fed[rowKey{r.ThreadID, r.EventID}]
+		return ok
+	})
+	return rows, n - len(rows)
 }
 
 // openHistory opens the read of the server's statements from table ("":

@@ -186,20 +186,6 @@ func (t *targets) wait(now time.Time) (time.Duration, bool) {
 	return max(next.Sub(now), 0), true
 }
 
-// dropFed drops the rows a targeted read fed already, returning the rest
-// and how many it dropped.
-func (c *cursorRef) dropFed(rows []collect.ServerStatement) ([]collect.ServerStatement, int) {
-	if len(c.fed) == 0 {
-		return rows, 0
-	}
-	n := len(rows)
-	rows = slices.DeleteFunc(rows, func(r collect.ServerStatement) bool {
-		_, ok := c.fed[rowKey{r.ThreadID, r.EventID}]
-		return ok
-	})
-	return rows, n - len(rows)
-}
-
 // missNote says why an outlier stayed unjoined, for its notes.
 func (t *targets) missNote() string {
 	switch {
