@@ -215,6 +215,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		err = cerr
 	}
 	res.Table = Summarize(res.Rounds, res.Configs, o.Resolution)
+	s.notes = append(s.notes, DriftNotes(res.Table)...)
 	if s.watchWire > 0 {
 		s.note("gapscope-watch: watch saw %d statements on the wire, joined %d with performance_schema, dropped %d packets",
 			s.watchWire, s.watchJoined, s.watchDropped)
@@ -411,12 +412,13 @@ func (s *session) leaveOutHopeless(table []Row, active []int, left time.Duration
 // PairsToDecide is how many pairs row would need for a verdict if its
 // ratio and the spread of its pairs stayed as they are, trying up to more
 // pairs beyond those it has; -1 when that is not enough (or 0 with no
-// spread to go by: the row keeps its rotations). The spread is recovered
-// from the row's 95% interval.
+// spread to go by, or a drifting row whose ratio more pairs should undo:
+// the row keeps its rotations). The spread is recovered from the row's 95%
+// interval.
 func PairsToDecide(row Row, resolution float64, more int) int {
 	x, lo, hi := row.Decided()
 	n := row.Pairs
-	if n < 2 || lo <= 0 || hi <= lo || x <= 0 {
+	if n < 2 || lo <= 0 || hi <= lo || x <= 0 || row.Drift {
 		return 0
 	}
 	m := math.Log(x)

@@ -1,6 +1,7 @@
 package overhead
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -92,6 +93,10 @@ type Row struct {
 	LatAvgHighMS float64 `json:"lat_avg_high_ms,omitempty"`
 	LatP95LowMS  float64 `json:"lat_p95_low_ms,omitempty"`
 	LatP95HighMS float64 `json:"lat_p95_high_ms,omitempty"`
+	// Drift marks a row measured faster than a baseline it only adds work
+	// to, beyond the noise: the host's drift did not cancel in its pairs,
+	// so its verdict is not "yes" but undecided (AddsWork).
+	Drift bool `json:"drift,omitempty"`
 }
 
 // Method says how Summarize computes the interval, for output beside it.
@@ -100,7 +105,8 @@ const Method = "paired rounds: ratio TPS(config)/TPS(baseline) per rotation, and
 	"sysbench does not); 95% Student t-interval on the mean log ratio " +
 	"(geometric mean ratio, exp(mean ± t·sd/√n)); the verdict is decided on capacity where every pair has it (other load on " +
 	"the host moves TPS, not CPU per transaction), else on TPS: above noise when the interval excludes 1.0, 'no' when it lies within " +
-	"±resolution of 1.0, else noise too high to tell; rotations are added while a row is undecided, up to the time limit, leaving out " +
+	"±resolution of 1.0, else noise too high to tell (against ps-off, to which every setting only adds work, a speedup beyond " +
+	"the noise is drift the pairs did not cancel: undecided, and noted); rotations are added while a row is undecided, up to the time limit, leaving out " +
 	"decided rows and rows that could not be decided in the time left at their spread"
 
 // What Row.AboveNoise was decided on (Row.VerdictOn).
@@ -153,6 +159,9 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 			if len(capacity) == len(ratios) && len(capacity) >= 2 {
 				r.AboveNoise, r.VerdictOn = Verdict(r.CapacityLow, r.CapacityHigh, len(capacity), resolution), VerdictOnCapacity
 			}
+			if AddsWork(configs[0]) {
+				r.AboveNoise, r.Drift = noSpeedup(r, resolution)
+			}
 			b := describe(configs[0], base)
 			r.LatAvgLowMS, r.LatAvgHighMS = latencyInterval(base, mine, b.LatAvgMS, func(x Round) float64 { return ms(x.LatAvg) })
 			r.LatP95LowMS, r.LatP95HighMS = latencyInterval(base, mine, b.LatP95MS, func(x Round) float64 { return ms(x.LatP95) })
@@ -160,6 +169,41 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// AddsWork reports whether every setting compared with baseline only adds
+// work to it: true for ps-off, where every instrument is off. Measured
+// faster than such a baseline beyond the noise, a setting has not made the
+// server faster; the pairs did not cancel the host's drift (other load,
+// one restart's luck), and more pairs are the answer, not a verdict.
+func AddsWork(baseline string) bool { return baseline == "ps-off" }
+
+// noSpeedup is a row's verdict when its setting only adds work to the
+// baseline: a speedup within the resolution is "no" cost; a larger one is
+// undecided, marked as drift.
+func noSpeedup(r Row, resolution float64) (verdict string, drift bool) {
+	_, low, high := r.Decided()
+	if r.AboveNoise != VerdictYes || low <= 1 {
+		return r.AboveNoise, false
+	}
+	if high <= 1+resolution {
+		return VerdictNo, false
+	}
+	return VerdictUnknown, true
+}
+
+// DriftNotes says, for each row marked Drift, why it stays undecided.
+func DriftNotes(table []Row) []string {
+	var out []string
+	for _, r := range table {
+		if r.Drift {
+			x, lo, hi := r.Decided()
+			out = append(out, fmt.Sprintf("%s: measured faster than the %s baseline, x%.3f [x%.3f–x%.3f] over %d pairs (by %s): "+
+				"a setting that only adds work is not faster; the host's drift did not cancel in these pairs, so the row stays undecided",
+				r.Config, table[0].Config, x, lo, hi, r.Pairs, r.VerdictOn))
+		}
+	}
+	return out
 }
 
 // txPerCPUSecond is a round's transactions per CPU second (0 when its CPU

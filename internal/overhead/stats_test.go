@@ -2,6 +2,7 @@ package overhead
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,48 @@ func TestPairsToDecide(t *testing.T) {
 	}
 	if got := PairsToDecide(Row{Pairs: 1, Ratio: 0.9}, 0.05, 5); got != 0 {
 		t.Errorf("one pair: %d, want 0 (no spread to go by)", got)
+	}
+}
+
+// TestSpeedupOverPSOffIsDrift: every setting only adds work to ps-off, so
+// one measured faster beyond the noise is the host's drift, not a verdict:
+// undecided, marked, noted and kept rotating; a speedup within the
+// resolution is no cost. Against another baseline a speedup is a verdict.
+func TestSpeedupOverPSOffIsDrift(t *testing.T) {
+	names := []string{"ps-off", "ps-all", "ps-default"}
+	// ps-all x1.058 [x1.014–x1.102] by capacity over 3 pairs, as a CI run
+	// measured it; ps-default x1.02, tight.
+	cpu := [][]time.Duration{{837, 669, 734}, {780, 645, 692}, {820, 656, 720}}
+	tps := [][]float64{{1505, 1792, 1730}, {1608, 1879, 1828}, {1530, 1830, 1765}}
+	rounds := rotation(names, tps)
+	for i := range rounds {
+		rounds[i].CPUPerTx = cpu[rounds[i].Position][rounds[i].Index] * time.Microsecond
+	}
+	rows := Summarize(rounds, names, 0.05)
+	all, def := rows[1], rows[2]
+	if all.AboveNoise != VerdictUnknown || !all.Drift || all.CapacityLow <= 1 {
+		t.Errorf("ps-all faster beyond noise: %+v, want undecided and marked drift", all)
+	}
+	if def.AboveNoise != VerdictNo || def.Drift || def.CapacityLow <= 1 || def.CapacityHigh > 1.05 {
+		t.Errorf("ps-default faster within 5%%: %+v, want no cost", def)
+	}
+	notes := DriftNotes(rows)
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "ps-all: measured faster than the ps-off baseline") {
+		t.Errorf("drift notes %q", notes)
+	}
+	if got := PairsToDecide(all, 0.05, 10); got != 0 {
+		t.Errorf("drifting row: PairsToDecide %d, want 0 (keeps its rotations)", got)
+	}
+	if got := undecided(rows, []int{0, 1, 2}); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("rows kept rotating %v, want the baseline and ps-all", got)
+	}
+	if f := Findings(&Result{Baseline: "ps-off", Table: rows}); len(f) != 0 {
+		t.Errorf("findings %+v, want none", f)
+	}
+	// ps-all as the baseline: ps-off faster is what turning instruments off does.
+	rev := []string{"ps-all", "ps-off"}
+	rows = Summarize(rotation(rev, [][]float64{tps[0], tps[1]}), rev, 0.05)
+	if rows[1].AboveNoise != VerdictYes || rows[1].RatioLow <= 1 || rows[1].Drift {
+		t.Errorf("ps-off against ps-all: %+v, want faster above noise, no drift mark", rows[1])
 	}
 }
