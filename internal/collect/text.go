@@ -26,6 +26,14 @@ const (
 	TextCutByRead
 )
 
+// HoldsWholeText reports whether r's SQLText is surely the statement's
+// whole text: not marked cut, shorter than any read's prefix and than the
+// server's bound (whose cut ends in the marker). A join may then tell a
+// longer text from it, not only another text of its length.
+func (r *ServerStatement) HoldsWholeText() bool {
+	return r.TextCut == TextWhole && len(r.SQLText) < joinTextPrefix && !strings.HasSuffix(r.SQLText, cutMarker)
+}
+
 // maxSQLTextVar bounds the text performance_schema keeps of a statement.
 const maxSQLTextVar = "performance_schema_max_sql_text_length"
 

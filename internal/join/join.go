@@ -32,6 +32,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // Options tune a Joiner. Zero values pick the defaults.
@@ -229,6 +230,19 @@ type rowItem struct {
 	// (shaped), for the votes that learn the clock.
 	shape  string
 	shaped bool
+	// text is the TextHash of the row's SQLText once textHash computed it
+	// (hashed): a row is tried against its connection's statements at
+	// each settle, and hashed once.
+	text   uint64
+	hashed bool
+}
+
+// textHash is sqltext.TextHashString of the row's text, computed once.
+func (it *rowItem) textHash() uint64 {
+	if !it.hashed {
+		it.text, it.hashed = sqltext.TextHashString(it.r.SQLText), true
+	}
+	return it.text
 }
 
 // raw is the row's start on the server's own timer (µs since its origin).
@@ -653,7 +667,7 @@ func (j *Joiner) settle(c *connState, force bool) {
 		if it.done {
 			continue
 		}
-		k, fit := j.bestWire(c, &it.r)
+		k, fit := j.bestWire(c, it)
 		if k < 0 || (fit > j.clk.fitTolUS && !force) {
 			continue
 		}
@@ -727,13 +741,14 @@ func (j *Joiner) latestAnswer(c *connState) int64 {
 // window, and only its end, a statement past that answer, shows it: an
 // end further from an answer than the end tolerance counts against the
 // pairing as much as a start outside the window.
-func (j *Joiner) bestWire(c *connState, r *collect.ServerStatement) (best int, fit int64) {
+func (j *Joiner) bestWire(c *connState, it *rowItem) (best int, fit int64) {
+	r := &it.r
 	best, fit = -1, noEnd
 	for i := 0; i < c.wires.len(); i++ {
 		if c.wires.at(i).s.TReqFirst-j.clk.tolUS > r.StartUS {
 			break // later statements start even later
 		}
-		f, ok := j.wireFit(c, i, r)
+		f, ok := j.wireFit(c, i, r, it.textHash())
 		if !ok {
 			continue
 		}
@@ -766,13 +781,14 @@ func (j *Joiner) endMisfit(c *connState, i int, r *collect.ServerStatement) int6
 	return max(endGap(c, i, r)-j.clk.endTolUS, 0)
 }
 
-// wireFit reports whether r can be the i-th pending wire statement's row
-// and, if so, how far its start lies outside the window the wire allows.
-func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64, bool) {
+// wireFit reports whether r, whose text hashes to text (0: not looked
+// at), can be the i-th pending wire statement's row and, if so, how far
+// its start lies outside the window the wire allows.
+func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement, text uint64) (int64, bool) {
 	s := c.wires.at(i).s
 	answer := latestStart(c, i)
 	if r.StartUS > answer+j.clk.tolUS || r.EndUS > j.latestEnd(c, i) ||
-		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) {
+		!cmdCompatible(s.Cmd, r.EventName) || !textCompatible(s.SQL, r.SQLText) || !sameRowText(s, r, text) {
 		return 0, false
 	}
 	if r.StartUS != 0 && endBeforeAnswer(s, r.EndUS, j.clk.errUS+j.opts.SlackUS) {
@@ -797,6 +813,22 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement) (int64
 	// E is no evidence: the server ends a statement after sending its
 	// answer, by up to milliseconds on a busy host.
 	return StartMisfit(r.StartUS, startFloor(c, i), answer), true
+}
+
+// sameRowText: a row whose text is known to differ from the query the
+// client sent (both held whole; of a cut row, sqltext.SameText) is another
+// statement's, however well it fits in time. Time alone can fit the next
+// statement's row to a query whose own row the reads missed: at a run's
+// start, before the clock is learned, the tolerance spans the few hundred
+// microseconds between one statement's answer and the next's start.
+func sameRowText(s *event.Statement, r *collect.ServerStatement, row uint64) bool {
+	if s.TextHash == 0 || row == 0 {
+		return true
+	}
+	if r.HoldsWholeText() {
+		return row == s.TextHash
+	}
+	return sqltext.SameText(s.TextHash, row) // a cut text: only its length can tell
 }
 
 // StartMisfit is how far a server row's start lies outside the window in
@@ -991,7 +1023,7 @@ func (j *Joiner) dropDeadRows(c *connState) {
 			if it.r.EndUS >= c.lastReqFirst-j.clk.tolUS {
 				return
 			}
-			if k, _ := j.bestWire(c, &it.r); k >= 0 {
+			if k, _ := j.bestWire(c, it); k >= 0 {
 				return
 			}
 			j.held.pending--

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gapscope/gapscope/internal/collect"
 	"github.com/gapscope/gapscope/internal/event"
+	"github.com/gapscope/gapscope/internal/sqltext"
 )
 
 // recorder collects what a Joiner emits and checks each statement is
@@ -632,4 +633,46 @@ func TestJoinLostReadKeepsWhatEndedThreadsMayJoin(t *testing.T) {
 	if rec.seen[waits] && !waits.Joined {
 		t.Errorf("given up (%s) while a row of an ended thread that fits it waits to be attributed", waits.Why)
 	}
+}
+
+// TestJoinRefusesAnotherStatementsText: a query whose own row the reads
+// missed must not take the next statement's row, which a clock still off
+// by 200 µs (a run's first statements, before it is learned) puts inside
+// its window: the texts, held whole on both sides, differ. The next
+// statement gets its row. A row whose text the server cut says nothing.
+func TestJoinRefusesAnotherStatementsText(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		rec := newRecorder(t)
+		j := New(Options{}, rec.emit)
+		planted := withText(wire(7, "COM_QUERY", "SELECT SLEEP(?) AS planted_slow", 1_000_000, 1_050_100), "SELECT SLEEP(0.05) AS planted_slow")
+		next := withText(wire(7, "COM_QUERY", "SELECT ? AS a0", 1_050_200, 1_050_300), "SELECT 0 AS a0")
+		j.AddWire(planted, 0)
+		j.AddWire(next, 0)
+		text := "SELECT 0 AS a0"
+		r := row(7, "statement/sql/select", text, 1_050_020, 1_050_080)
+		if cut { // the read took the text's start only, and could not read it again
+			r.SQLText, r.TextCut = "SELECT 0", collect.TextCutByRead
+		}
+		r.Digest, r.DigestText = "a0", "SELECT ? AS `a0`"
+		j.AddServer([]collect.ServerStatement{r}, 0)
+		j.FlushAll() // what waits for a better fit is settled as at its expiry
+		if cut {
+			if !planted.Joined || planted.Digest != "a0" {
+				t.Errorf("cut text: the row fits the first query in time and its text says nothing: joined %v, digest %q", planted.Joined, planted.Digest)
+			}
+			continue
+		}
+		if planted.Joined || planted.Digest == "a0" {
+			t.Errorf("the planted query took the next statement's row: digest %q, text %q", planted.Digest, planted.DigestText)
+		}
+		if !next.Joined || next.Digest != "a0" {
+			t.Errorf("the next statement did not get its own row: joined %v, digest %q", next.Joined, next.Digest)
+		}
+	}
+}
+
+// withText sets s's TextHash from the text the client sent.
+func withText(s *event.Statement, sent string) *event.Statement {
+	s.TextHash = sqltext.TextHashString(sent)
+	return s
 }

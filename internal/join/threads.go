@@ -581,7 +581,7 @@ func (j *Joiner) nearestWire(c *connState, r *collect.ServerStatement) (best int
 	}
 	best, fit = -1, noEnd
 	for i := lo - 1; i >= 0 && i >= lo-nearestWireScan; i-- {
-		f, ok := j.wireFit(c, i, r)
+		f, ok := j.wireFit(c, i, r, 0) // the callers judge the texts themselves
 		if ok && f <= fit {
 			best, fit = i, f
 		}

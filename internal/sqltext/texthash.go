@@ -1,8 +1,10 @@
 package sqltext
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"strings"
+	"unsafe"
 )
 
 // textSeed seeds TextHash: the hashes are compared within one process.
@@ -25,8 +27,9 @@ const (
 // and as performance_schema's SQL_TEXT holds it: the server trims
 // surrounding white space and trailing semicolons before it records the
 // text, so both sides are trimmed alike. 0 means no evidence: an empty or
-// long text, or one holding a semicolon (a multi-statement request, whose
-// statements the server records one by one). Compare with SameText.
+// long text, one holding a semicolon (a multi-statement request, whose
+// statements the server records one by one), or one beyond ASCII. Compare
+// with SameText.
 func TextHash(text []byte) uint64 {
 	// The conversion does not copy: the string does not outlive the call.
 	return TextHashString(unsafeString(text))
@@ -35,10 +38,28 @@ func TextHash(text []byte) uint64 {
 // TextHashString is TextHash of a string (a server row's SQL_TEXT).
 func TextHashString(text string) uint64 {
 	text = strings.TrimRight(strings.TrimSpace(text), "; \t\r\n")
-	if len(text) == 0 || len(text) > maxHashedText || strings.IndexByte(text, ';') >= 0 {
+	if len(text) == 0 || len(text) > maxHashedText || strings.IndexByte(text, ';') >= 0 || !ascii(text) {
 		return 0
 	}
 	return maphash.String(textSeed, text)&^textLenMask | uint64(len(text))
+}
+
+// ascii: a text beyond ASCII may come back from performance_schema in
+// another encoding than the client sent it (SQL_TEXT is read as utf8, a
+// latin1 client's 'é' is one byte on the wire): no evidence either way.
+func ascii(text string) bool {
+	i := 0
+	for ; i+8 <= len(text); i += 8 { // eight bytes a step: the capture hashes every query's text
+		if binary.NativeEndian.Uint64(unsafe.Slice(unsafe.StringData(text[i:]), 8))&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // SameText reports whether a statement the client sent (wire, its

@@ -25,7 +25,7 @@ func TestTextHash(t *testing.T) {
 	if longer := TextHashString("SELECT v FROM t WHERE id = 170"); SameText(a, longer) {
 		t.Error("a longer row said to be the same text")
 	}
-	for _, s := range []string{"", "  ;", "SELECT 1; SELECT 2", string(make([]byte, maxHashedText+1))} {
+	for _, s := range []string{"", "  ;", "SELECT 1; SELECT 2", string(make([]byte, maxHashedText+1)), "SELECT 'caf\xe9'", "SELECT 'café'", "SELECT 'é' FROM t WHERE x = 1"} {
 		if h := TextHashString(s); h != 0 {
 			t.Errorf("%.20q: hash %x, want none", s, h)
 		}
