@@ -230,19 +230,9 @@ type rowItem struct {
 	// (shaped), for the votes that learn the clock.
 	shape  string
 	shaped bool
-	// text is the TextHash of the row's SQLText once textHash computed it
-	// (hashed): a row is tried against its connection's statements at
-	// each settle, and hashed once.
-	text   uint64
-	hashed bool
-}
-
-// textHash is sqltext.TextHashString of the row's text, computed once.
-func (it *rowItem) textHash() uint64 {
-	if !it.hashed {
-		it.text, it.hashed = sqltext.TextHashString(it.r.SQLText), true
-	}
-	return it.text
+	// text is the TextHash of the row's SQLText: a row is tried against
+	// its connection's statements at each settle, and hashed once.
+	text uint64
 }
 
 // raw is the row's start on the server's own timer (µs since its origin).
@@ -603,7 +593,7 @@ func rowLess(a, b *rowItem) bool {
 // capture clock by shift (see clockOf).
 func (j *Joiner) pushRow(c *connState, r *collect.ServerStatement, id uint64, base, shift int64, nowUS int64) {
 	j.seq++
-	c.rows.push(rowItem{r: *r, seq: j.seq, base: base, shift: shift, timed: r.StartUS != 0})
+	c.rows.push(rowItem{r: *r, seq: j.seq, base: base, shift: shift, timed: r.StartUS != 0, text: sqltext.TextHashString(r.SQLText)})
 	it := c.rows.back()
 	it.r.ConnID, it.r.StartUS, it.r.EndUS = id, it.r.StartUS-shift, it.r.EndUS-shift
 	if inOrder(&it.r) {
@@ -748,7 +738,7 @@ func (j *Joiner) bestWire(c *connState, it *rowItem) (best int, fit int64) {
 		if c.wires.at(i).s.TReqFirst-j.clk.tolUS > r.StartUS {
 			break // later statements start even later
 		}
-		f, ok := j.wireFit(c, i, r, it.textHash())
+		f, ok := j.wireFit(c, i, r, it.text)
 		if !ok {
 			continue
 		}
@@ -817,10 +807,10 @@ func (j *Joiner) wireFit(c *connState, i int, r *collect.ServerStatement, text u
 
 // sameRowText: a row whose text is known to differ from the query the
 // client sent (both held whole; of a cut row, sqltext.SameText) is another
-// statement's, however well it fits in time. Time alone can fit the next
-// statement's row to a query whose own row the reads missed: at a run's
-// start, before the clock is learned, the tolerance spans the few hundred
-// microseconds between one statement's answer and the next's start.
+// statement's, however well it fits in time. With the clock off by the few
+// hundred microseconds between one statement's answer and the next's
+// start, time alone fits the next statement's row to a query whose own row
+// the reads missed.
 func sameRowText(s *event.Statement, r *collect.ServerStatement, row uint64) bool {
 	if s.TextHash == 0 || row == 0 {
 		return true

@@ -636,9 +636,8 @@ func TestJoinLostReadKeepsWhatEndedThreadsMayJoin(t *testing.T) {
 }
 
 // TestJoinRefusesAnotherStatementsText: a query whose own row the reads
-// missed must not take the next statement's row, which a clock still off
-// by 200 µs (a run's first statements, before it is learned) puts inside
-// its window: the texts, held whole on both sides, differ. The next
+// missed must not take the next statement's row, which a clock off by
+// 200 µs puts inside its window: the texts, held whole on both sides, differ. The next
 // statement gets its row. A row whose text the server cut says nothing.
 func TestJoinRefusesAnotherStatementsText(t *testing.T) {
 	for _, cut := range []bool{false, true} {

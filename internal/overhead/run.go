@@ -215,7 +215,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		err = cerr
 	}
 	res.Table = Summarize(res.Rounds, res.Configs, o.Resolution)
-	s.notes = append(s.notes, DriftNotes(res.Table)...)
+	s.notes = append(s.notes, driftNotes(res.Table)...)
 	if s.watchWire > 0 {
 		s.note("gapscope-watch: watch saw %d statements on the wire, joined %d with performance_schema, dropped %d packets",
 			s.watchWire, s.watchJoined, s.watchDropped)

@@ -95,7 +95,7 @@ type Row struct {
 	LatP95HighMS float64 `json:"lat_p95_high_ms,omitempty"`
 	// Drift marks a row measured faster than a baseline it only adds work
 	// to, beyond the noise: the host's drift did not cancel in its pairs,
-	// so its verdict is not "yes" but undecided (AddsWork).
+	// so its verdict is not "yes" but undecided (addsWork).
 	Drift bool `json:"drift,omitempty"`
 }
 
@@ -159,7 +159,7 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 			if len(capacity) == len(ratios) && len(capacity) >= 2 {
 				r.AboveNoise, r.VerdictOn = Verdict(r.CapacityLow, r.CapacityHigh, len(capacity), resolution), VerdictOnCapacity
 			}
-			if AddsWork(configs[0]) {
+			if addsWork(configs[0]) {
 				r.AboveNoise, r.Drift = noSpeedup(r, resolution)
 			}
 			b := describe(configs[0], base)
@@ -171,12 +171,12 @@ func Summarize(rounds []Round, configs []string, resolution float64) []Row {
 	return rows
 }
 
-// AddsWork reports whether every setting compared with baseline only adds
+// addsWork reports whether every setting compared with baseline only adds
 // work to it: true for ps-off, where every instrument is off. Measured
 // faster than such a baseline beyond the noise, a setting has not made the
 // server faster; the pairs did not cancel the host's drift (other load,
 // one restart's luck), and more pairs are the answer, not a verdict.
-func AddsWork(baseline string) bool { return baseline == "ps-off" }
+func addsWork(baseline string) bool { return baseline == "ps-off" }
 
 // noSpeedup is a row's verdict when its setting only adds work to the
 // baseline: a speedup within the resolution is "no" cost; a larger one is
@@ -192,8 +192,8 @@ func noSpeedup(r Row, resolution float64) (verdict string, drift bool) {
 	return VerdictUnknown, true
 }
 
-// DriftNotes says, for each row marked Drift, why it stays undecided.
-func DriftNotes(table []Row) []string {
+// driftNotes says, for each row marked Drift, why it stays undecided.
+func driftNotes(table []Row) []string {
 	var out []string
 	for _, r := range table {
 		if r.Drift {

@@ -296,7 +296,7 @@ func TestSpeedupOverPSOffIsDrift(t *testing.T) {
 	if def.AboveNoise != VerdictNo || def.Drift || def.CapacityLow <= 1 || def.CapacityHigh > 1.05 {
 		t.Errorf("ps-default faster within 5%%: %+v, want no cost", def)
 	}
-	notes := DriftNotes(rows)
+	notes := driftNotes(rows)
 	if len(notes) != 1 || !strings.HasPrefix(notes[0], "ps-all: measured faster than the ps-off baseline") {
 		t.Errorf("drift notes %q", notes)
 	}

@@ -1,10 +1,8 @@
 package sqltext
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"strings"
-	"unsafe"
 )
 
 // textSeed seeds TextHash: the hashes are compared within one process.
@@ -48,13 +46,7 @@ func TextHashString(text string) uint64 {
 // another encoding than the client sent it (SQL_TEXT is read as utf8, a
 // latin1 client's 'é' is one byte on the wire): no evidence either way.
 func ascii(text string) bool {
-	i := 0
-	for ; i+8 <= len(text); i += 8 { // eight bytes a step: the capture hashes every query's text
-		if binary.NativeEndian.Uint64(unsafe.Slice(unsafe.StringData(text[i:]), 8))&0x8080808080808080 != 0 {
-			return false
-		}
-	}
-	for ; i < len(text); i++ {
+	for i := range len(text) {
 		if text[i] >= 0x80 {
 			return false
 		}
