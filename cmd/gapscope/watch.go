@@ -230,13 +230,13 @@ func runWatch(ctx context.Context, out, errOut io.Writer, f watchFlags) error {
 	opts.Sinks = append(opts.Sinks, outputs)
 	txns, err := openTxnFile(f.txns)
 	if err != nil {
-		closeUnstarted(opts.Sinks)
+		_ = watch.AbandonSinks(opts.Sinks)
 		return err
 	}
 	opts.Sinks = append(opts.Sinks, txnsSink{txns})
 	exp, err := startExporters(ctx, errOut, f.exp, cfg)
 	if err != nil {
-		closeUnstarted(opts.Sinks)
+		_ = watch.AbandonSinks(opts.Sinks)
 		return err
 	}
 	opts.Sinks = append(opts.Sinks, exp.sinks...)
@@ -282,13 +282,6 @@ func processReady(s watch.Started, errOut io.Writer) {
 	}
 	debug.FreeOSMemory()
 	fmt.Fprintln(errOut, watch.ReadyLine)
-}
-
-// closeUnstarted closes the sinks of a watch that does not start.
-func closeUnstarted(sinks []watch.Sink) {
-	for _, k := range sinks {
-		_ = k.Close(&watch.Snapshot{Final: true})
-	}
 }
 
 // reportWatch prints the run's result; the outputs were closed by watch.

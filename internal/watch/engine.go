@@ -129,7 +129,7 @@ func nowUS() int64 { return time.Now().UnixMicro() }
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	e, err := build(ctx, opts.withDefaults())
 	if err != nil {
-		return nil, errors.Join(err, abandonSinks(opts.Sinks))
+		return nil, errors.Join(err, AbandonSinks(opts.Sinks))
 	}
 	defer e.db.Close()
 	defer e.consumers.undo()

@@ -211,8 +211,9 @@ func closeSinks(sinks []Sink, final *Snapshot) []error {
 	return errs
 }
 
-// abandonSinks closes the sinks of a run that could not start, with an
-// empty final snapshot.
-func abandonSinks(sinks []Sink) error {
+// AbandonSinks closes the sinks of a run that could not start, with an
+// empty final snapshot (Run does when it fails to start; a command that
+// fails before Run does it for the sinks it made).
+func AbandonSinks(sinks []Sink) error {
 	return errors.Join(closeSinks(sinks, &Snapshot{TimeUS: nowUS(), Final: true})...)
 }
