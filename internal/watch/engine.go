@@ -65,7 +65,9 @@ type engine struct {
 	side   *serverSide
 	notes  *noteList
 	losses *lossLog
-	viewStage
+	// poolVars are the settings the statement rules name (thread pool),
+	// read once by build, for the snapshots' findings.
+	poolVars map[string]string
 }
 
 // serverSide is what the poller learns of the server, read by the loop
@@ -89,12 +91,6 @@ func (s *serverSide) setIdentity(info collect.ServerInfo) {
 	s.serverM.Lock()
 	s.flavor, s.version = info.Flavor, info.Version
 	s.serverM.Unlock()
-}
-
-// viewStage is what the live views' snapshots read of the server, set by
-// build (snapshotSource).
-type viewStage struct {
-	liveVars map[string]string
 }
 
 // noteList collects the run's notes (degraded modes, gaps), deduplicated.
@@ -230,7 +226,7 @@ func build(ctx context.Context, opts Options) (*engine, error) {
 		wire: wire, readsRows: readsRows, joiner: joiner, sample: sample, tally: tally, txns: txns, host: host,
 		plans: newPlanCatcher(db, opts), poll: newPoller(pollerWake, clock, ledger, readers...), known: k, targets: targets,
 		locks: locks, work: work, side: side, notes: notes, losses: losses,
-		viewStage: viewStage{liveVars: poolVars(ctx, db)}}, nil
+		poolVars: poolVars(ctx, db)}, nil
 }
 
 // calibrate is the run's clock, calibrated on the server; the table to

@@ -174,7 +174,7 @@ type snapshotSource struct {
 // snapshots is the run's snapshot source.
 func (e *engine) snapshots() *snapshotSource {
 	return &snapshotSource{tally: e.tally, txns: e.txns, side: e.side, sample: e.sample, joiner: e.joiner,
-		queueDrops: &e.wire.queueDrops, vars: e.liveVars}
+		queueDrops: &e.wire.queueDrops, vars: e.poolVars}
 }
 
 // live is the snapshot of now, with the statement rules' findings on the
